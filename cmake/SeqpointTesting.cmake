@@ -1,0 +1,20 @@
+# seqpoint_add_test(NAME SOURCES a.cpp [b.cpp] LIBS lib... [LABELS l...] [PROPERTIES ...])
+# One helper for every doctest binary, so nothing compiled is left out of ctest.
+# Each test case becomes its own ctest entry via doctest_discover_tests.
+function(seqpoint_add_test name)
+  if(NOT SEQPOINT_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} seqpoint_doctest_main doctest::doctest)
+  set(_props "")
+  if(T_LABELS)
+    list(APPEND _props LABELS "${T_LABELS}")
+  endif()
+  if(T_PROPERTIES)
+    list(APPEND _props ${T_PROPERTIES})
+  endif()
+  doctest_discover_tests(${name} PROPERTIES ${_props}
+    ENVIRONMENT "SEQPOINT_SOURCE_DIR=${PROJECT_SOURCE_DIR};SEQPOINT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()
