@@ -1,0 +1,2 @@
+#include "common/trace_csv.h"
+// placeholder: being written
