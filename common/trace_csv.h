@@ -86,7 +86,7 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   const TraceSchema& schema() const { return schema_; }
-  Status AppendComment(std::string_view text);  // one "# text" line
+  Status AppendComment(std::string_view text);  // one "# text" line, before the first row
   // row.metrics must have schema().metrics.size() values; NaN writes an empty cell.
   Status Append(const TraceRow& row);
   Status Flush();
@@ -97,6 +97,8 @@ class TraceWriter {
   bool owned_;
   std::string path_;
   TraceSchema schema_;
+  std::string header_line_;
+  bool wrote_header_ = false;
   std::string buffer_;
 };
 
