@@ -1,0 +1,87 @@
+// Online SeqPoint selection: decides at each iteration's start, with no look-ahead, whether to
+// measure it. This is what seqpointd runs on live processes and `seqpoint select --online`
+// replays from a trace.
+//
+// Invariants:
+//  - Never exceeds the budget: after t iterations, measured <= min(budget_count,
+//    floor(budget_fraction * t)) for whichever caps are set, at every t.
+//  - Re-bins as the SL distribution grows or drifts (at doubling points of the iteration count,
+//    every rebin_every iterations, and when an SL outside the binned range arrives). Samples are
+//    kept by SL, not by bin, so earlier measurements stay useful after re-binning: each is
+//    simply counted in whichever new bin covers its SL.
+//  - A bin wants samples in proportion to its share of the cost proxy; an iteration is measured
+//    when its bin has fewer samples than it wants and the budget allows.
+// Not thread-safe: one selector per run, fed by one thread. OnIteration is O(1) amortised
+// (re-binning is O(distinct SLs x log bins) and happens O(log t + t / rebin_every) times).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "selector/binning.h"
+#include "selector/selection.h"
+#include "selector/sl_histogram.h"
+
+namespace seqpoint::selector {
+
+struct OnlineOptions {
+  uint64_t budget_count = 0;     // at most this many measured iterations (0: no count cap)
+  double budget_fraction = 0;    // at most this fraction of iterations so far (0: no cap)
+  double target_error_pct = 0.5; // cost-proxy representative error the bins aim at
+  uint32_t max_bins = 256;
+  uint32_t min_samples_per_point = 2;
+  uint64_t warmup = 10;          // first iterations counted, never measured
+  uint64_t rebin_every = 1000;   // re-bin at least this often (iterations)
+  uint32_t counter_groups = 1;   // rotate groups across a point's repeat visits
+};
+
+struct Decision {
+  bool measure = false;
+  uint32_t group = 0;  // counter group to collect (when measure)
+};
+
+class OnlineSelector {
+ public:
+  static Result<OnlineSelector> Create(const OnlineOptions& options);
+
+  // Called at an iteration's start. `iter` is what the selection reports for it.
+  Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens);
+
+  // The SeqPoints as of now: current bins, each with the samples taken in it.
+  Selection Current();
+
+  uint64_t iterations() const { return histogram_.total(); }
+  uint64_t measured() const { return samples_.size(); }
+  uint64_t allowed() const;  // budget cap at this moment
+  uint32_t bins() const { return static_cast<uint32_t>(bins_.size()); }
+  uint64_t rebins() const { return rebins_; }
+  const SlHistogram& histogram() const { return histogram_; }
+  size_t MemoryBytes() const;
+
+  struct Sample {
+    uint64_t iter;
+    uint32_t seq_len;
+    uint32_t group;
+  };
+  const std::vector<Sample>& samples() const { return samples_; }
+
+ private:
+  explicit OnlineSelector(const OnlineOptions& o) : options_(o) {}
+  void Rebin();
+  int FindBin(uint32_t seq_len) const;
+  uint64_t WantedIn(size_t bin) const;
+
+  OnlineOptions options_;
+  SlHistogram histogram_;
+  std::vector<SlBucket> buckets_;  // snapshot at the last re-bin
+  std::vector<Bin> bins_;
+  std::vector<uint64_t> bin_samples_;  // samples per current bin
+  double binned_cost_ = 0;             // total cost proxy of the current bins
+  std::vector<Sample> samples_;
+  uint64_t next_rebin_ = 1;
+  uint64_t rebins_ = 0;
+  uint32_t binned_lo_ = UINT32_MAX, binned_hi_ = 0;
+};
+
+}  // namespace seqpoint::selector
