@@ -1,0 +1,70 @@
+#include "agent/cli/select_options.h"
+
+#include <cmath>
+
+namespace seqpoint::cli {
+
+std::vector<OptionSpec> SelectOptionSpecs() {
+  return {
+      {"--budget", true, "at most N iterations measured in all"},
+      {"--budget-fraction", true, "at most this fraction of iterations measured (e.g. 0.005)"},
+      {"--target-error", true, "cost-model error to meet, percent (default 0.5)"},
+      {"--online", false, "decide row by row with no look-ahead, as the daemon does"},
+      {"--repeats", true, "samples per point when no budget is given (default 3)"},
+      {"--warmup", true, "first iterations never measured (default 10)"},
+      {"--counter-groups", true, "rotate N counter groups across a point's samples (default 1)"},
+      {"--max-bins", true, "at most this many SeqPoints (default 4096 offline, 256 online)"},
+  };
+}
+
+Result<SelectRequest> SelectRequestFromArgs(const ParsedArgs& args, const std::string& trace,
+                                            uint64_t iterations) {
+  SelectRequest req;
+  req.trace = trace;
+  req.online = args.Has("--online");
+  auto budget = args.GetInt("--budget");
+  auto fraction = args.GetDouble("--budget-fraction");
+  auto target = args.GetDouble("--target-error");
+  auto repeats = args.GetInt("--repeats");
+  auto warmup = args.GetInt("--warmup");
+  auto groups = args.GetInt("--counter-groups");
+  auto max_bins = args.GetInt("--max-bins");
+  for (const Status* st : {&budget.status(), &fraction.status(), &target.status(), &repeats.status(),
+                           &warmup.status(), &groups.status(), &max_bins.status()}) {
+    if (!st->ok()) return *st;
+  }
+  if (*budget && **budget < 1) return InvalidArgument("--budget must be at least 1");
+  if (*fraction && !(**fraction > 0 && **fraction <= 1)) {
+    return InvalidArgument("--budget-fraction must be in (0, 1], e.g. 0.005 for 1/200");
+  }
+  if (*target && !(**target > 0)) return InvalidArgument("--target-error must be a positive percent");
+  if (*repeats && **repeats < 1) return InvalidArgument("--repeats must be at least 1");
+  if (*warmup && **warmup < 0) return InvalidArgument("--warmup must be >= 0");
+  if (*groups && (**groups < 1 || **groups > 64)) return InvalidArgument("--counter-groups must be 1..64");
+  if (*max_bins && **max_bins < 1) return InvalidArgument("--max-bins must be at least 1");
+
+  auto& off = req.offline;
+  auto& on = req.online_options;
+  if (*target) off.target_error_pct = on.target_error_pct = **target;
+  if (*warmup) off.warmup = on.warmup = static_cast<uint64_t>(**warmup);
+  if (*groups) off.counter_groups = on.counter_groups = static_cast<uint32_t>(**groups);
+  if (*max_bins) off.max_bins = on.max_bins = static_cast<uint32_t>(**max_bins);
+  if (*repeats) off.repeats = static_cast<uint32_t>(**repeats);
+  if (req.online) {
+    if (*budget) on.budget_count = static_cast<uint64_t>(**budget);
+    if (*fraction) on.budget_fraction = **fraction;
+    if (!*budget && !*fraction) on.budget_fraction = 1.0 / 200;
+  } else {
+    if (*budget) off.budget = static_cast<uint64_t>(**budget);
+    if (*fraction) {
+      if (iterations == 0) {
+        return InvalidArgument("--budget-fraction needs the run length; use --budget N offline");
+      }
+      uint64_t f = static_cast<uint64_t>(std::floor(**fraction * static_cast<double>(iterations)));
+      off.budget = off.budget ? std::min(off.budget, std::max<uint64_t>(f, 1)) : std::max<uint64_t>(f, 1);
+    }
+  }
+  return req;
+}
+
+}  // namespace seqpoint::cli

@@ -1,0 +1,176 @@
+#include "agent/cli/selection_runner.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "selector/sl_histogram.h"
+
+namespace seqpoint::cli {
+
+using selector::CostProxy;
+
+TraceReadOptions ProgressOptions(const char* command, bool enabled) {
+  TraceReadOptions o;
+  o.read_metrics = false;
+  if (enabled) {
+    o.progress = [command](uint64_t rows) {
+      std::fprintf(stderr, "%s: %llu rows read\n", command, static_cast<unsigned long long>(rows));
+    };
+  }
+  return o;
+}
+
+Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
+  TraceReadOptions read = ProgressOptions("select", req.progress);
+  if (req.online) {
+    auto sel = selector::OnlineSelector::Create(req.online_options);
+    if (!sel.ok()) return sel.status();
+    uint64_t index = 0;
+    Status st = ReadTrace(req.trace, read, nullptr, [&](const TraceRow& r) {
+      sel->OnIteration(r.iter, r.seq_len, r.batch, static_cast<double>(r.tokens));
+      ++index;
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    if (index == 0) return InvalidArgument(req.trace + ": the trace has no rows");
+    return sel->Current();
+  }
+  if (req.trace == "-") {
+    return InvalidArgument("offline selection reads the trace twice: give a file path, not '-' "
+                           "(or use --online, which reads it once)");
+  }
+  selector::SlHistogram hist;
+  uint64_t index = 0;
+  const uint64_t warmup = req.offline.warmup;
+  Status st = ReadTrace(req.trace, read, nullptr, [&](const TraceRow& r) {
+    hist.Add(r.seq_len, CostProxy(r.seq_len, r.batch), static_cast<double>(r.tokens), index++ >= warmup);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  auto plan = selector::PlanOffline(hist, req.offline);
+  if (!plan.ok()) return plan.status().WithContext(req.trace);
+  selector::OccurrencePicker picker(*plan);
+  index = 0;
+  read.progress = nullptr;
+  st = ReadTrace(req.trace, read, nullptr, [&](const TraceRow& r) {
+    picker.Observe(index++, r.iter, r.seq_len);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  auto sel = picker.Finish();
+  if (!sel.ok()) return sel.status().WithContext(req.trace);
+  return sel;
+}
+
+Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest& req) {
+  if (t.rows() == 0) return InvalidArgument(req.trace + ": the trace has no rows");
+  auto batch = [&](size_t i) { return t.batch.empty() ? 0u : t.batch[i]; };
+  auto tokens = [&](size_t i) { return t.tokens.empty() ? 0.0 : static_cast<double>(t.tokens[i]); };
+  if (req.online) {
+    auto sel = selector::OnlineSelector::Create(req.online_options);
+    if (!sel.ok()) return sel.status();
+    for (size_t i = 0; i < t.rows(); ++i) sel->OnIteration(t.iter[i], t.seq_len[i], batch(i), tokens(i));
+    return sel->Current();
+  }
+  selector::SlHistogram hist;
+  for (size_t i = 0; i < t.rows(); ++i) {
+    hist.Add(t.seq_len[i], CostProxy(t.seq_len[i], batch(i)), tokens(i), i >= req.offline.warmup);
+  }
+  auto plan = selector::PlanOffline(hist, req.offline);
+  if (!plan.ok()) return plan.status().WithContext(req.trace);
+  selector::OccurrencePicker picker(*plan);
+  for (size_t i = 0; i < t.rows(); ++i) picker.Observe(i, t.iter[i], t.seq_len[i]);
+  return picker.Finish();
+}
+
+namespace {
+
+struct Slot {
+  uint32_t point;
+  uint32_t bin_lo, bin_hi;
+  bool found = false;
+};
+
+std::unordered_map<uint64_t, Slot> SlotsOf(const selector::Selection& s) {
+  std::unordered_map<uint64_t, Slot> slots;
+  for (uint32_t p = 0; p < s.points.size(); ++p) {
+    for (uint64_t it : s.points[p].iters) slots[it] = {p, s.points[p].bin_lo, s.points[p].bin_hi};
+  }
+  return slots;
+}
+
+}  // namespace
+
+Result<Measurements> GatherMeasurements(const selector::Selection& s, const std::string& path) {
+  auto slots = SlotsOf(s);
+  Measurements m;
+  TraceReadOptions read;
+  Status st = ReadTrace(
+      path, read,
+      [&](const TraceSchema& schema) {
+        if (schema.metrics.empty()) {
+          return InvalidArgument(path + ": the measured trace has no metric column (e.g. time_ns) "
+                                        "to project");
+        }
+        m.metrics = schema.metrics;
+        m.obs.assign(schema.metrics.size(), std::vector<std::vector<selector::Observation>>(s.points.size()));
+        return Status::Ok();
+      },
+      [&](const TraceRow& r) {
+        auto it = slots.find(r.iter);
+        if (it == slots.end()) return Status::Ok();  // not a SeqPoint: never read
+        Slot& slot = it->second;
+        if (slot.found) {
+          return InvalidArgument(path + ":" + std::to_string(r.line) + ": iteration " +
+                                 std::to_string(r.iter) + " appears twice in the measured trace");
+        }
+        if (r.seq_len < slot.bin_lo || r.seq_len > slot.bin_hi) {
+          return InvalidArgument(
+              path + ":" + std::to_string(r.line) + ": iteration " + std::to_string(r.iter) +
+              " has seq_len " + std::to_string(r.seq_len) + " but the selection puts it in bin [" +
+              std::to_string(slot.bin_lo) + ", " + std::to_string(slot.bin_hi) +
+              "]: the measured trace is not from the run the selection was made for");
+        }
+        slot.found = true;
+        const double cost = CostProxy(r.seq_len, r.batch);
+        for (size_t k = 0; k < r.metrics.size(); ++k) {
+          if (!std::isnan(r.metrics[k])) m.obs[k][slot.point].push_back({cost, r.metrics[k]});
+        }
+        return Status::Ok();
+      });
+  if (!st.ok()) return st;
+  std::string missing;
+  size_t n_missing = 0;
+  for (const auto& [iter, slot] : slots) {
+    if (slot.found) continue;
+    if (++n_missing <= 5) missing += (missing.empty() ? "" : ", ") + std::to_string(iter);
+  }
+  if (n_missing > 0) {
+    return InvalidArgument(path + ": has no row for " + std::to_string(n_missing) +
+                           " of the selection's iterations (e.g. " + missing +
+                           "): measure every iteration listed in the selection's 'iters'");
+  }
+  return m;
+}
+
+Measurements GatherFromTrace(const selector::Selection& s, const Trace& t) {
+  Measurements m;
+  m.metrics = t.schema.metrics;
+  m.obs.assign(m.metrics.size(), std::vector<std::vector<selector::Observation>>(s.points.size()));
+  std::unordered_map<uint64_t, size_t> row_of;
+  for (size_t i = 0; i < t.rows(); ++i) row_of[t.iter[i]] = i;
+  for (uint32_t p = 0; p < s.points.size(); ++p) {
+    for (uint64_t it : s.points[p].iters) {
+      size_t i = row_of.at(it);
+      double cost = CostProxy(t.seq_len[i], t.batch.empty() ? 0 : t.batch[i]);
+      for (size_t k = 0; k < m.metrics.size(); ++k) {
+        double v = t.metrics[k][i];
+        if (!std::isnan(v)) m.obs[k][p].push_back({cost, v});
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace seqpoint::cli
