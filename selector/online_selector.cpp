@@ -43,10 +43,24 @@ void OnlineSelector::Rebin() {
   bins_ = BinsForTarget(buckets_, options_.target_error_pct, max_bins);
   bin_samples_.assign(bins_.size(), 0);
   binned_cost_ = 0;
-  for (const Bin& b : bins_) binned_cost_ += b.sum_cost;
-  for (const Sample& s : samples_) {
-    int b = FindBin(s.seq_len);
-    if (b >= 0) ++bin_samples_[b];
+  for (size_t b = 0; b < bins_.size(); ++b) {
+    binned_cost_ += bins_[b].sum_cost;
+    // Samples are counted per SL bucket, so re-binning costs O(buckets), not O(samples).
+    for (uint32_t i = bins_[b].first; i <= bins_[b].last; ++i) {
+      uint32_t bucket = buckets_[i].index;
+      if (bucket < samples_in_bucket_.size()) bin_samples_[b] += samples_in_bucket_[bucket];
+    }
+  }
+  // Dense bucket -> bin table over the binned range, so OnIteration finds a bin in O(1).
+  // Bucket indices between two bins belong to the upper one (as FindBin's search did).
+  bin_of_bucket_.clear();
+  if (!bins_.empty()) {
+    bin_of_bucket_.assign(buckets_[bins_.back().last].index + 1, -1);
+    uint32_t next = 0;
+    for (size_t b = 0; b < bins_.size(); ++b) {
+      uint32_t end = buckets_[bins_[b].last].index;
+      for (; next <= end; ++next) bin_of_bucket_[next] = static_cast<int32_t>(b);
+    }
   }
   binned_lo_ = bins_.empty() ? UINT32_MAX : bins_.front().lo;
   binned_hi_ = bins_.empty() ? 0 : bins_.back().hi;
@@ -55,6 +69,8 @@ void OnlineSelector::Rebin() {
 
 int OnlineSelector::FindBin(uint32_t seq_len) const {
   if (bins_.empty()) return -1;
+  uint32_t bucket = SlHistogram::BucketIndex(seq_len);
+  if (bucket < bin_of_bucket_.size()) return bin_of_bucket_[bucket];
   // bins_ are ascending and contiguous in bucket order; SLs between bins belong to the bin
   // whose range is above them (upper_bound on hi).
   auto it = std::lower_bound(bins_.begin(), bins_.end(), seq_len,
@@ -86,11 +102,17 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   Decision d;
   if (!eligible || samples_.size() >= allowed()) return d;
   int b = FindBin(seq_len);
-  if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b))) return d;
+  if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b)) ||
+      bin_samples_[b] >= options_.max_samples_per_point) {
+    return d;
+  }
   d.measure = true;
   d.group = static_cast<uint32_t>(bin_samples_[b] % std::max<uint32_t>(1, options_.counter_groups));
   ++bin_samples_[b];
   samples_.push_back({iter, seq_len, d.group});
+  uint32_t bucket = SlHistogram::BucketIndex(seq_len);
+  if (bucket >= samples_in_bucket_.size()) samples_in_bucket_.resize(bucket + 1, 0);
+  ++samples_in_bucket_[bucket];
   return d;
 }
 
@@ -148,7 +170,8 @@ Selection OnlineSelector::Current() {
 size_t OnlineSelector::MemoryBytes() const {
   return sizeof(*this) + histogram_.MemoryBytes() + buckets_.capacity() * sizeof(SlBucket) +
          bins_.capacity() * sizeof(Bin) + bin_samples_.capacity() * sizeof(uint64_t) +
-         samples_.capacity() * sizeof(Sample);
+         samples_.capacity() * sizeof(Sample) + samples_in_bucket_.capacity() * sizeof(uint32_t) +
+         bin_of_bucket_.capacity() * sizeof(int32_t);
 }
 
 }  // namespace seqpoint::selector

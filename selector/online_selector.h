@@ -10,7 +10,8 @@
 //    kept by SL, not by bin, so earlier measurements stay useful after re-binning: each is
 //    simply counted in whichever new bin covers its SL.
 //  - A bin wants samples in proportion to its share of the cost proxy; an iteration is measured
-//    when its bin has fewer samples than it wants and the budget allows.
+//    when its bin has fewer samples than it wants (and than max_samples_per_point) and the
+//    budget allows. Memory is bounded: histogram + max_bins x max_samples_per_point samples.
 // Not thread-safe: one selector per run, fed by one thread. OnIteration is O(1) amortised
 // (re-binning is O(distinct SLs x log bins) and happens O(log t + t / rebin_every) times).
 #pragma once
@@ -32,8 +33,11 @@ struct OnlineOptions {
   uint32_t max_bins = 256;
   uint32_t min_samples_per_point = 2;
   uint64_t warmup = 10;          // first iterations counted, never measured
-  uint64_t rebin_every = 1000;   // re-bin at least this often (iterations)
+  uint64_t rebin_every = 10000;  // re-bin at least this often (iterations)
   uint32_t counter_groups = 1;   // rotate groups across a point's repeat visits
+  // Past this many samples a point's mean is noise-free enough; stopping there keeps memory
+  // bounded (max_bins x this) on runs of any length, whatever the fraction budget allows.
+  uint32_t max_samples_per_point = 64;
 };
 
 struct Decision {
@@ -79,6 +83,8 @@ class OnlineSelector {
   std::vector<uint64_t> bin_samples_;  // samples per current bin
   double binned_cost_ = 0;             // total cost proxy of the current bins
   std::vector<Sample> samples_;
+  std::vector<uint32_t> samples_in_bucket_;
+  std::vector<int32_t> bin_of_bucket_;       // bucket index -> current bin  // SlHistogram bucket index -> samples taken
   uint64_t next_rebin_ = 1;
   uint64_t rebins_ = 0;
   uint32_t binned_lo_ = UINT32_MAX, binned_hi_ = 0;
