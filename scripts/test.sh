@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian 12 machine and runs every test:
+#   scripts/setup.sh (apt packages) -> configure + build (build/) -> ctest -> bounded fuzzing.
+# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60 per target; 0 skips),
+#              SEQPOINT_CMAKE_ARGS (extra configure arguments, e.g. -DSEQPOINT_SANITIZE=ON).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+start=$(date +%s)
+
+bash scripts/setup.sh
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${SEQPOINT_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+echo "test.sh: built in $(( $(date +%s) - start )) s"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600
+echo "test.sh: ctest done at $(( $(date +%s) - start )) s"
+if [ "$FUZZ_SECONDS" != 0 ] && [ -x fuzz/run-fuzzers.sh ]; then
+  fuzz/run-fuzzers.sh "$FUZZ_SECONDS"
+fi
+echo "test.sh: all done in $(( $(date +%s) - start )) s"

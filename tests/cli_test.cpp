@@ -1,0 +1,210 @@
+// `seqpoint select | project | evaluate` as a user runs them: real files, real process, exit
+// codes and messages. Bad input must give a message naming the file (and line/column) and a
+// non-crash exit code.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "common/trace_csv.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+
+Run Cli(const std::string& args) {
+  std::string cmd = std::string(SEQPOINT_CLI) + " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/seqpoint_cli_testXXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name, std::ios::binary) << text;
+    return (path / name).string();
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// A run shaped like bucketed training: skewed SLs, time linear in padded tokens plus noise.
+void WriteRun(const std::string& path, size_t n, uint64_t seed, double speed = 1.0) {
+  seqpoint::TraceSchema s;
+  s.has_batch = s.has_tokens = true;
+  s.metrics = {"time_ns"};
+  auto w = seqpoint::TraceWriter::Create(path, s);
+  REQUIRE(w.ok());
+  std::mt19937_64 rng(seed), len_rng(7);
+  std::lognormal_distribution<double> len(std::log(20.0), 0.6);
+  std::normal_distribution<double> z(0, 0.05);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t sl = static_cast<uint32_t>(std::clamp(std::round(len(len_rng)), 1.0, 150.0));
+    double t = (2e5 + 1e3 * sl * 32) * (1 + z(rng)) / speed;
+    seqpoint::TraceRow r;
+    r.iter = i;
+    r.seq_len = sl;
+    r.batch = 32;
+    r.tokens = sl * 30;
+    r.metrics = std::span<const double>(&t, 1);
+    REQUIRE((*w)->Append(r).ok());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cli: select -> project round trip on a real file") {
+  TempDir d;
+  WriteRun(d / "run.csv", 20000, 1);
+  Run sel = Cli("select --trace " + (d / "run.csv") + " --budget 100 --json --out " + (d / "sel.json"));
+  REQUIRE(sel.code == 0);
+  Run proj = Cli("project --selection " + (d / "sel.json") + " --measured " + (d / "run.csv") + " --json");
+  REQUIRE(proj.code == 0);
+  CHECK(proj.out.find("\"time_ns\"") != std::string::npos);
+  CHECK(proj.out.find("\"low\"") != std::string::npos);
+  Run table = Cli("select --trace " + (d / "run.csv") + " --budget 100");
+  CHECK(table.code == 0);
+  CHECK(table.out.find("100 iterations to measure") != std::string::npos);
+}
+
+TEST_CASE("cli: project reads only the SeqPoints' rows; a measured file of just those works") {
+  TempDir d;
+  WriteRun(d / "run.csv", 5000, 2);
+  REQUIRE(Cli("select --trace " + (d / "run.csv") + " --budget 30 --json --out " + (d / "sel.json")).code == 0);
+  // Keep the header and only the selected rows; every other row becomes garbage-free but absent.
+  auto t = seqpoint::LoadTrace(d / "run.csv");
+  REQUIRE(t.ok());
+  std::ifstream in(d / "sel.json");
+  std::string json((std::istreambuf_iterator<char>(in)), {});
+  std::string only = "iter,seq_len,batch,tokens,time_ns\n";
+  for (size_t i = 0; i < t->rows(); ++i) {
+    std::string needle = std::to_string(t->iter[i]);
+    bool listed = false;
+    for (size_t pos = json.find(needle); pos != std::string::npos; pos = json.find(needle, pos + 1)) {
+      char before = json[pos - 1], after = json[pos + needle.size()];
+      if ((before == ' ' || before == '[') && (after == ',' || after == '\n' || after == ']')) listed = true;
+    }
+    if (listed) {
+      only += std::to_string(t->iter[i]) + "," + std::to_string(t->seq_len[i]) + ",32," +
+              std::to_string(t->tokens[i]) + "," + std::to_string(t->metrics[0][i]) + "\n";
+    }
+  }
+  std::string measured = d.Write("measured.csv", only);
+  Run proj = Cli("project --selection " + (d / "sel.json") + " --measured " + measured);
+  CHECK(proj.code == 0);
+  CHECK(proj.out.find("time_ns") != std::string::npos);
+}
+
+TEST_CASE("cli: evaluate prints projections, baselines and speedup") {
+  TempDir d;
+  WriteRun(d / "a.csv", 20000, 3, 1.0);
+  WriteRun(d / "b.csv", 20000, 4, 1.6);
+  Run r = Cli("evaluate --trace " + (d / "a.csv") + " --compare " + (d / "b.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1/200 of the run") != std::string::npos);
+  CHECK(r.out.find("uniform stride") != std::string::npos);
+  CHECK(r.out.find("speedup") != std::string::npos);
+  Run j = Cli("evaluate --trace " + (d / "a.csv") + " --online --json");
+  REQUIRE(j.code == 0);
+  CHECK(j.out.find("\"seqpoint-online\"") != std::string::npos);
+}
+
+TEST_CASE("cli: bad traces give a clear error with file, line and column, never a crash") {
+  TempDir d;
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"empty.csv", "", "the trace is empty"},
+      {"nosl.csv", "iter,time_ns\n0,5\n", "no 'seq_len' column"},
+      {"zero.csv", "seq_len,time_ns\n5,1\n0,1\n", "zero.csv:3: column 1 ('seq_len'): must be >= 1"},
+      {"neg.csv", "seq_len\n-4\n", "neg.csv:2: column 1 ('seq_len')"},
+      {"word.csv", "iter,seq_len\n0,long\n", "word.csv:2: column 2 ('seq_len'): expected an integer"},
+      {"short.csv", "iter,seq_len,batch\n0,5\n", "column 3 ('batch') is missing"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string path = d.Write(c.name, c.text);
+    Run r = Cli("select --trace " + path + " --budget 5");
+    CHECK(r.code == 1);
+    CHECK(r.out.find(c.expect) != std::string::npos);
+  }
+  Run missing = Cli("select --trace " + (d / "nope.csv"));
+  CHECK(missing.code == 1);
+  CHECK(missing.out.find("nope.csv") != std::string::npos);
+  Run usage = Cli("select --budget 5");
+  CHECK(usage.code == 2);
+  CHECK(usage.out.find("--trace") != std::string::npos);
+  Run badnum = Cli("select --trace x --budget lots");
+  CHECK(badnum.code == 2);
+  CHECK(badnum.out.find("'lots'") != std::string::npos);
+}
+
+TEST_CASE("cli: CRLF line endings are read like LF") {
+  TempDir d;
+  std::string text = "iter,seq_len,time_ns\r\n";
+  for (int i = 0; i < 500; ++i) text += std::to_string(i) + "," + std::to_string(5 + i % 7) + ",100\r\n";
+  Run r = Cli("evaluate --trace " + d.Write("crlf.csv", text) + " --budget 20");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("time_ns") != std::string::npos);
+}
+
+TEST_CASE("cli: a selection that does not match the measured file is refused, naming both") {
+  TempDir d;
+  WriteRun(d / "run.csv", 3000, 5);
+  REQUIRE(Cli("select --trace " + (d / "run.csv") + " --budget 20 --json --out " + (d / "sel.json")).code == 0);
+  std::string other = d.Write("other.csv", "iter,seq_len,time_ns\n0,1,5\n1,999,5\n");
+  Run r = Cli("project --selection " + (d / "sel.json") + " --measured " + other);
+  CHECK(r.code == 1);
+  CHECK((r.out.find("has no row for") != std::string::npos || r.out.find("not from the run") != std::string::npos));
+  // Same rows, but SLs shifted: a different run.
+  auto t = seqpoint::LoadTrace(d / "run.csv");
+  REQUIRE(t.ok());
+  std::string shifted = "iter,seq_len,time_ns\n";
+  for (size_t i = 0; i < t->rows(); ++i)
+    shifted += std::to_string(i) + "," + std::to_string(t->seq_len[i] + 500) + ",5\n";
+  Run r2 = Cli("project --selection " + (d / "sel.json") + " --measured " + d.Write("shifted.csv", shifted));
+  CHECK(r2.code == 1);
+  CHECK(r2.out.find("not from the run the selection was made for") != std::string::npos);
+  CHECK(r2.out.find("shifted.csv:") != std::string::npos);
+  Run r3 = Cli("project --selection " + d.Write("bad.json", "{oops") + " --measured " + (d / "run.csv"));
+  CHECK(r3.code == 1);
+  CHECK(r3.out.find("bad.json: not valid JSON") != std::string::npos);
+  Run r4 = Cli("evaluate --trace " + (d / "run.csv") + " --compare " + other);
+  CHECK(r4.code == 1);
+  CHECK(r4.out.find("--compare needs the same run") != std::string::npos);
+}
+
+TEST_CASE("cli: a 2-million-row trace streams through select in bounded memory") {
+  TempDir d;
+  WriteRun(d / "big.csv", 2'000'000, 6);
+  Run r = Cli("select --trace " + (d / "big.csv") + " --budget 10000 --json --out " + (d / "sel.json"));
+  CHECK(r.code == 0);
+  Run o = Cli("select --trace " + (d / "big.csv") + " --online --budget-fraction 0.001 --json --out " +
+              (d / "sel2.json"));
+  CHECK(o.code == 0);
+}
