@@ -16,9 +16,9 @@ PKGS=(
   # tests
   doctest-dev prometheus python3 systemd util-linux iproute2 procps curl
   # training workload
-  libtorch-dev libopenblas0-pthread python3-torch
+  libtorch-dev libopenblas0-pthread python3-torch xz-utils
   # packaging
-  dpkg-dev fakeroot file
+  dpkg-dev fakeroot file time
 )
 
 SUDO=""
