@@ -1,0 +1,87 @@
+// The one collector interface (issue 4): what the agent measures on the chosen iterations (the
+// SeqPoints) and the cheap telemetry it reads on every one.
+//
+// Life cycle, always in this order, from one thread (the agent's measurement thread):
+//   Open(target) -> { [SelectGroup(g)] -> Begin() -> End() }* -> Close()
+// - Open attaches to a target: a process and all its threads (Target::pid > 0), or device-wide
+//   (pid == 0; Target::device picks one device, empty = every device the collector finds).
+//   A vendor path that is absent on this node (no GPU, no library, no PMU) returns NotFound or
+//   Unsupported: "not present here", which CollectorSet reports as absent, never as a failure.
+// - Begin/End bracket one measured iteration. End returns named values with units, each over
+//   the Begin..End window: counters are deltas, gauges (power, temperature, clocks, memory) are
+//   the reading at End. A value the collector cannot vouch for (counter gone backwards past a
+//   wrap it cannot prove, device disappeared, EAGAIN from a driver) is left out and the
+//   returned Status names it: never a crash, never a wrong number.
+// - Counter groups: a collector whose configured events do not fit one pass exposes
+//   group_count() > 1; SelectGroup(g) before Begin picks which group the next measurement
+//   holds (CollectorSet rotates g = visit % group_count across repeat visits of a SeqPoint).
+//
+// Sample names are "<collector>:<event>" (e.g. "perf:task-clock", "papi:PAPI_TOT_INS",
+// "rocm_smi:gpu0:power"), except the node's energy, "energy_uj" (shared/design.md section 1
+// names it as a trace metric column). Units are SI-ish strings: "ns", "count", "uJ", "W", "MHz",
+// "C", "bytes", "%", "ratio".
+//
+// Threads: a Collector is not thread-safe; one thread drives it. Collectors never throw: code
+// that calls throwing libraries catches locally (CollectorSet also guards every call).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace seqpoint::collectors {
+
+// What a collector attaches to.
+struct Target {
+  pid_t pid = 0;       // > 0: this process and every thread it has or creates; 0: device-wide
+  std::string device;  // device-wide collectors: "" = all devices, else an index ("0") or a
+                       // PCI address ("0000:0c:00.0"); ignored by process collectors
+};
+
+// One named value with its unit.
+struct Sample {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+
+  // Registry name ("perf", "papi", "rocm_smi", "nvml", "rapl", "energy").
+  virtual std::string_view name() const = 0;
+
+  virtual Status Open(const Target& target) = 0;
+  virtual Status Begin() = 0;
+  // Samples over the window since Begin(). Values left out (see file comment) are named by
+  // warnings(); an error Status means the whole measurement is void.
+  virtual Result<std::vector<Sample>> End() = 0;
+  virtual void Close() = 0;
+
+  // Counter groups (see file comment). Defaults: one group.
+  virtual size_t group_count() const { return 1; }
+  virtual Status SelectGroup(size_t group) {
+    return group == 0 ? Status::Ok() : InvalidArgument("collector has a single counter group");
+  }
+  virtual size_t current_group() const { return 0; }
+
+  // Non-fatal problems of the last End() (values left out, events dropped at Open), as one
+  // line for logs and `seqpoint status`; empty when none.
+  virtual std::string warnings() const { return {}; }
+  // One line describing what is open (devices, events, groups, energy source), for logs.
+  virtual std::string Describe() const { return std::string(name()); }
+};
+
+// True for the statuses that mean "this vendor path is not present on this node".
+inline bool IsAbsent(const Status& s) {
+  return s.code() == ErrorCode::kNotFound || s.code() == ErrorCode::kUnsupported;
+}
+
+}  // namespace seqpoint::collectors
