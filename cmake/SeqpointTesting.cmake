@@ -15,6 +15,14 @@ function(seqpoint_add_test name)
   if(T_PROPERTIES)
     list(APPEND _props ${T_PROPERTIES})
   endif()
-  doctest_discover_tests(${name} PROPERTIES ${_props}
-    ENVIRONMENT "SEQPOINT_SOURCE_DIR=${PROJECT_SOURCE_DIR};SEQPOINT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  # Tests find the source and build trees through the environment. doctest's discovery splits
+  # a list-valued ENVIRONMENT property into separate properties, so the variables are set by
+  # running each test through env(1), which discovery supports as the target's "emulator".
+  set_target_properties(${name} PROPERTIES CROSSCOMPILING_EMULATOR
+    "/usr/bin/env;SEQPOINT_SOURCE_DIR=${PROJECT_SOURCE_DIR};SEQPOINT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(_props)
+    doctest_discover_tests(${name} PROPERTIES ${_props})
+  else()
+    doctest_discover_tests(${name})
+  endif()
 endfunction()

@@ -65,7 +65,7 @@ TEST_CASE("trace: full header, comments, empty metric cells") {
   CHECK(c.metrics[1][1] == 5e6);
 }
 
-TEST_CASE("trace: iter defaults to row order; CRLF line endings and spaces are accepted") {
+TEST_CASE("trace: iter defaults to row order, CRLF line endings and spaces are accepted") {
   Collected c;
   REQUIRE(Parse("seq_len, time_ns\r\n5, 10\r\n6,11\r\n", &c).ok());
   REQUIRE(c.rows.size() == 2);
@@ -126,7 +126,7 @@ TEST_CASE("trace: writer output reads back identically") {
   std::remove(path);
 }
 
-TEST_CASE("trace: a writer with no rows still writes the header; missing file is NotFound") {
+TEST_CASE("trace: a writer with no rows still writes the header, missing file is NotFound") {
   char path[] = "/tmp/seqpoint_trace_testXXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);

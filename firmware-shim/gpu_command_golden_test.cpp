@@ -83,7 +83,7 @@ TEST_CASE("cli: text output names every device and its decoded values") {
   CHECK(r.out.find("card0-DP-1") == std::string::npos);
 }
 
-TEST_CASE("cli: no GPU prints a note and succeeds; a missing root fails; bad usage is 2") {
+TEST_CASE("cli: no GPU prints a note and succeeds, a missing root fails, bad usage is 2") {
   testing::TempDir dir;
   RunResult r = RunCli("gpu --sysfs-root " + dir.path());
   CHECK(r.exit_code == 0);

@@ -46,7 +46,7 @@ TEST_CASE("sysfs: discovery finds the GPU cards in order and skips connectors") 
   CHECK_FALSE((*devices)[4].has_gpu_metrics());
 }
 
-TEST_CASE("sysfs: a root without GPUs is an empty list; a missing root is NotFound") {
+TEST_CASE("sysfs: a root without GPUs is an empty list, a missing root is NotFound") {
   TempDir empty;
   auto none = DiscoverGpus(SysfsRoot(empty.path()));
   REQUIRE(none.ok());

@@ -39,7 +39,7 @@ TEST_CASE("online: never exceeds a fraction budget at any moment") {
   CHECK(sel->measured() >= 30000 / 200 - 5);  // and it does spend it
 }
 
-TEST_CASE("online: never exceeds a count budget; weights sum to the run") {
+TEST_CASE("online: never exceeds a count budget, weights sum to the run") {
   auto r = MakeRun(10000, 8);
   OnlineOptions o;
   o.budget_count = 40;
@@ -89,7 +89,7 @@ TEST_CASE("online: drift to longer sequences re-bins and keeps earlier samples")
   CHECK(std::fabs(m.total - r.total) / r.total < 0.03);
 }
 
-TEST_CASE("online: needs a budget; rotates counter groups per bin") {
+TEST_CASE("online: needs a budget, rotates counter groups per bin") {
   CHECK(!OnlineSelector::Create(OnlineOptions{}).ok());
   OnlineOptions bad;
   bad.budget_fraction = 2;

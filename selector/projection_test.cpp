@@ -36,7 +36,7 @@ TEST_CASE("projection: a point without this metric takes the fitted line") {
   CHECK(m->points == 1);
 }
 
-TEST_CASE("projection: no measurement at all is an error; noise widens the interval") {
+TEST_CASE("projection: no measurement at all is an error, noise widens the interval") {
   CHECK(!ProjectMetric(TwoPoints(), {{}, {}}).ok());
   std::vector<std::vector<Observation>> noisy = {{{10, 24}, {10, 26}}, {{50, 100}, {50, 110}}};
   auto m = ProjectMetric(TwoPoints(), noisy);

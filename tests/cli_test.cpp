@@ -89,7 +89,7 @@ TEST_CASE("cli: select -> project round trip on a real file") {
   CHECK(table.out.find("100 iterations to measure") != std::string::npos);
 }
 
-TEST_CASE("cli: project reads only the SeqPoints' rows; a measured file of just those works") {
+TEST_CASE("cli: project reads only the SeqPoints' rows, a measured file of just those works") {
   TempDir d;
   WriteRun(d / "run.csv", 5000, 2);
   REQUIRE(Cli("select --trace " + (d / "run.csv") + " --budget 30 --json --out " + (d / "sel.json")).code == 0);

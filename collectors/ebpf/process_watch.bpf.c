@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Process lifecycle for discovery (process_discovery.h): exec of any process, exit of the
+ * processes the agent watches, and link-map changes reported by the dynamic linker.
+ *
+ * - tp_btf (BTF-typed raw tracepoints) need no tracefs mount, unlike classic tracepoints.
+ * - sched_process_exit fires for every thread; the process is gone when signal->live has
+ *   dropped to 0, which do_exit() (kernel/exit.c) decrements before the tracepoint fires.
+ * - glibc's ld.so calls the empty function _dl_debug_state() after every change of the link
+ *   map (the r_brk protocol debuggers use, <link.h>); a uprobe on it tells us when a process
+ *   has loaded a library (e.g. libseqpoint_usdt.so from Python, or a configured BLAS), so the
+ *   user side rescans that process's maps only then, never by polling.
+ * Exec and library events are rare (per process start, per dlopen); exits are filtered here
+ * to watched processes so a busy node does not flood the ring buffer.
+ */
+/* vmlinux.h must come first: the libbpf headers build on its types. */
+// clang-format off
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+// clang-format on
+
+#include "process_watch.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024);
+} proc_events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32); /* tgid */
+  __type(value, __u8);
+} watched SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, SP_PROC_STAT_COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} proc_stats SEC(".maps");
+
+static __always_inline void count(__u32 stat) {
+  __u64* v = bpf_map_lookup_elem(&proc_stats, &stat);
+  if (v) *v += 1;
+}
+
+/* Exec and exit wake the consumer (when it has caught up: flags 0); library loads come in
+ * bursts and wait for its next timed poll. */
+static __always_inline void emit(__u32 pid, __u32 kind) {
+  struct sp_proc_event* e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
+  if (!e) {
+    count(SP_PROC_STAT_LOST);
+    return;
+  }
+  e->pid = pid;
+  e->kind = kind;
+  e->time_ns = bpf_ktime_get_ns();
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
+  bpf_ringbuf_submit(e, kind == SP_PROC_LIBS_CHANGED ? BPF_RB_NO_WAKEUP : 0);
+  count(SP_PROC_STAT_EVENTS);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sp_exec, struct task_struct* p) {
+  emit(BPF_CORE_READ(p, tgid), SP_PROC_EXEC);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sp_exit, struct task_struct* p) {
+  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0; /* other threads live on */
+  __u32 pid = BPF_CORE_READ(p, tgid);
+  if (bpf_map_delete_elem(&watched, &pid) != 0) return 0; /* not a process we watch */
+  emit(pid, SP_PROC_EXIT);
+  return 0;
+}
+
+SEC("uprobe")
+int sp_dl_state(struct pt_regs* ctx) {
+  emit(bpf_get_current_pid_tgid() >> 32, SP_PROC_LIBS_CHANGED);
+  return 0;
+}

@@ -1,0 +1,36 @@
+/* Layouts shared by process_watch.bpf.c and process_discovery.cpp: process lifecycle events
+ * that drive discovery (exec, library loads) and detach (exit). Fixed-width types only. */
+#ifndef SEQPOINT_COLLECTORS_EBPF_PROCESS_WATCH_H_
+#define SEQPOINT_COLLECTORS_EBPF_PROCESS_WATCH_H_
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#ifdef __cplusplus
+#define SP_PW_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define SP_PW_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+enum sp_proc_event_kind {
+  SP_PROC_EXEC = 1,         /* a process replaced its image: examine it */
+  SP_PROC_EXIT = 2,         /* the last thread of a watched process exited */
+  SP_PROC_LIBS_CHANGED = 3, /* the dynamic linker changed the link map (dlopen, dlclose) */
+};
+
+struct sp_proc_event {
+  __u32 pid;  /* tgid */
+  __u32 kind; /* enum sp_proc_event_kind */
+  __u64 time_ns;
+  char comm[16];
+};
+SP_PW_STATIC_ASSERT(sizeof(struct sp_proc_event) == 32, "sp_proc_event layout");
+
+enum sp_proc_stat {
+  SP_PROC_STAT_EVENTS = 0,
+  SP_PROC_STAT_LOST, /* ring buffer full: the user side falls back to a /proc rescan */
+  SP_PROC_STAT_COUNT,
+};
+
+#endif /* SEQPOINT_COLLECTORS_EBPF_PROCESS_WATCH_H_ */
