@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "selector/point_merge.h"
 
@@ -23,7 +24,16 @@ Result<OnlineSelector> OnlineSelector::Create(const OnlineOptions& o) {
 
 uint64_t OnlineSelector::allowed() const {
   uint64_t cap = UINT64_MAX;
-  if (options_.budget_count > 0) cap = options_.budget_count;
+  if (options_.budget_count > 0) {
+    // A count budget is released over the run, B * t / (t + pacing): half by t = pacing, 90%
+    // by t = 9 * pacing. The run's length is unknown, and spending everything in the first
+    // iterations would leave the projection blind to any drift in iteration cost later on.
+    const double t = static_cast<double>(histogram_.total());
+    const double b = static_cast<double>(options_.budget_count);
+    cap = options_.pacing_iterations == 0
+              ? options_.budget_count
+              : static_cast<uint64_t>(std::floor(b * t / (t + static_cast<double>(options_.pacing_iterations)) + 1e-9));
+  }
   if (options_.budget_fraction > 0) {
     uint64_t f = static_cast<uint64_t>(std::floor(options_.budget_fraction *
                                                   static_cast<double>(histogram_.total()) + 1e-9));
@@ -32,15 +42,18 @@ uint64_t OnlineSelector::allowed() const {
   return cap;
 }
 
+uint32_t OnlineSelector::MaxBinsNow() const {
+  // As many bins as the budget can give min_samples_per_point each, at the current cap (a
+  // budget grows with the run, so bins multiply as the run goes on).
+  uint64_t cap = std::max<uint64_t>(allowed(), 1);
+  if (cap == UINT64_MAX) cap = 1;
+  uint64_t by_budget = std::max<uint64_t>(1, cap / std::max<uint32_t>(1, options_.min_samples_per_point));
+  return static_cast<uint32_t>(std::min<uint64_t>(options_.max_bins, by_budget));
+}
+
 void OnlineSelector::Rebin() {
   buckets_ = histogram_.Buckets();
-  // As many bins as the budget can give min_samples_per_point each, at the current cap (a
-  // fraction budget grows with the run, so bins multiply as the run goes on).
-  uint64_t cap = allowed();
-  if (options_.budget_count > 0) cap = std::max<uint64_t>(cap, 1);
-  uint64_t by_budget = std::max<uint64_t>(1, cap / std::max<uint32_t>(1, options_.min_samples_per_point));
-  uint32_t max_bins = static_cast<uint32_t>(std::min<uint64_t>(options_.max_bins, by_budget));
-  bins_ = BinsForTarget(buckets_, options_.target_error_pct, max_bins);
+  bins_ = BinsForTarget(buckets_, options_.target_error_pct, MaxBinsNow());
   bin_samples_.assign(bins_.size(), 0);
   binned_cost_ = 0;
   for (size_t b = 0; b < bins_.size(); ++b) {
@@ -116,52 +129,65 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   return d;
 }
 
-Selection OnlineSelector::Current() {
-  Rebin();
-  std::vector<PointDraft> drafts(bins_.size());
-  for (size_t i = 0; i < bins_.size(); ++i) {
-    drafts[i].bin_lo = bins_[i].lo;
-    drafts[i].bin_hi = bins_[i].hi;
-    drafts[i].weight = bins_[i].count;
-    drafts[i].sum_cost = bins_[i].sum_cost;
-    drafts[i].rep_cost = buckets_[bins_[i].rep].mean_cost();
+Selection OnlineSelector::Current() const {
+  // Bins of the whole run so far, computed aside: reading the selection must not change the
+  // selector's later decisions (a restart replays the decisions and must reach the same ones).
+  const std::vector<SlBucket> buckets = histogram_.Buckets();
+  const std::vector<Bin> bins = BinsForTarget(buckets, options_.target_error_pct, MaxBinsNow());
+  auto bin_of = [&](uint32_t seq_len) -> int {
+    if (bins.empty()) return -1;
+    const uint32_t bucket = SlHistogram::BucketIndex(seq_len);
+    auto it = std::lower_bound(bins.begin(), bins.end(), bucket,
+                               [&](const Bin& b, uint32_t x) { return buckets[b.last].index < x; });
+    return it == bins.end() ? static_cast<int>(bins.size()) - 1 : static_cast<int>(it - bins.begin());
+  };
+  std::vector<PointDraft> drafts(bins.size());
+  for (size_t i = 0; i < bins.size(); ++i) {
+    drafts[i].bin_lo = bins[i].lo;
+    drafts[i].bin_hi = bins[i].hi;
+    drafts[i].weight = bins[i].count;
+    drafts[i].sum_cost = bins[i].sum_cost;
+    drafts[i].rep_cost = buckets[bins[i].rep].mean_cost();
+  }
+  std::vector<std::vector<uint32_t>> groups(bins.size());
+  for (const Sample& s : samples_) {
+    int b = bin_of(s.seq_len);
+    if (b < 0) continue;
+    drafts[b].samples.push_back({s.iter, s.seq_len});
+    groups[b].push_back(s.group);
   }
   // Representative: the sample whose SL's mean cost is nearest the bin's mean cost.
-  for (const Sample& s : samples_) {
-    int b = FindBin(s.seq_len);
-    if (b >= 0) drafts[b].samples.push_back({s.iter, s.seq_len});
-  }
   for (size_t i = 0; i < drafts.size(); ++i) {
     auto& v = drafts[i].samples;
     if (v.size() < 2) continue;
-    const double mean = bins_[i].mean_cost();
+    const double mean = bins[i].mean_cost();
     auto cost_of = [&](uint32_t sl) {
       const SlStats* st = histogram_.Find(sl);
       return st && st->count ? st->sum_cost / static_cast<double>(st->count) : 0.0;
     };
-    auto best = std::min_element(v.begin(), v.end(), [&](const DraftSample& a, const DraftSample& b) {
-      return std::fabs(cost_of(a.seq_len) - mean) < std::fabs(cost_of(b.seq_len) - mean);
-    });
-    std::rotate(v.begin(), best, best + 1);
+    size_t best = 0;
+    for (size_t j = 1; j < v.size(); ++j) {
+      if (std::fabs(cost_of(v[j].seq_len) - mean) < std::fabs(cost_of(v[best].seq_len) - mean)) best = j;
+    }
+    std::rotate(v.begin(), v.begin() + static_cast<long>(best), v.begin() + static_cast<long>(best) + 1);
+    std::rotate(groups[i].begin(), groups[i].begin() + static_cast<long>(best),
+                groups[i].begin() + static_cast<long>(best) + 1);
   }
   Selection sel;
   sel.iterations = histogram_.total();
   sel.method = "seqpoint-online";
   sel.budget = options_.budget_count;
-  sel.proxy_error_pct = ProxyErrorPct(buckets_, bins_);
+  sel.proxy_error_pct = ProxyErrorPct(buckets, bins);
   sel.counter_groups = std::max<uint32_t>(1, options_.counter_groups);
+  // Groups were fixed when each sample was taken; carry them over by iteration.
+  std::unordered_map<uint64_t, uint32_t> group_of;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    for (size_t j = 0; j < drafts[i].samples.size(); ++j) group_of[drafts[i].samples[j].iter] = groups[i][j];
+  }
   sel.points = MergeIntoPoints(std::move(drafts), 1);
-  // Groups were fixed when each sample was taken; carry them over.
   if (sel.counter_groups > 1) {
     for (auto& p : sel.points) {
-      for (uint64_t it : p.iters) {
-        for (const Sample& s : samples_) {
-          if (s.iter == it) {
-            p.groups.push_back(s.group);
-            break;
-          }
-        }
-      }
+      for (uint64_t it : p.iters) p.groups.push_back(group_of[it]);
     }
   }
   return sel;

@@ -4,7 +4,8 @@
 //
 // Invariants:
 //  - Never exceeds the budget: after t iterations, measured <= min(budget_count,
-//    floor(budget_fraction * t)) for whichever caps are set, at every t.
+//    floor(budget_fraction * t)) for whichever caps are set, at every t. A count budget is
+//    also paced (budget * t / (t + pacing)), since the run's length is not known.
 //  - Re-bins as the SL distribution grows or drifts (at doubling points of the iteration count,
 //    every rebin_every iterations, and when an SL outside the binned range arrives). Samples are
 //    kept by SL, not by bin, so earlier measurements stay useful after re-binning: each is
@@ -28,6 +29,9 @@ namespace seqpoint::selector {
 
 struct OnlineOptions {
   uint64_t budget_count = 0;     // at most this many measured iterations (0: no count cap)
+  // A count budget is released as budget * t / (t + pacing_iterations) so that it lasts the
+  // run (0: all of it at once).
+  uint64_t pacing_iterations = 1000;
   double budget_fraction = 0;    // at most this fraction of iterations so far (0: no cap)
   double target_error_pct = 0.5; // cost-proxy representative error the bins aim at
   uint32_t max_bins = 256;
@@ -53,7 +57,8 @@ class OnlineSelector {
   Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens);
 
   // The SeqPoints as of now: current bins, each with the samples taken in it.
-  Selection Current();
+  // Const: reading it never changes later decisions.
+  Selection Current() const;
 
   uint64_t iterations() const { return histogram_.total(); }
   uint64_t measured() const { return samples_.size(); }
@@ -73,6 +78,7 @@ class OnlineSelector {
  private:
   explicit OnlineSelector(const OnlineOptions& o) : options_(o) {}
   void Rebin();
+  uint32_t MaxBinsNow() const;
   int FindBin(uint32_t seq_len) const;
   uint64_t WantedIn(size_t bin) const;
 

@@ -89,6 +89,29 @@ TEST_CASE("online: drift to longer sequences re-bins and keeps earlier samples")
   CHECK(std::fabs(m.total - r.total) / r.total < 0.03);
 }
 
+TEST_CASE("online: a count budget is paced over the run, and Current() changes no decision") {
+  auto r = MakeRun(20000, 13);
+  OnlineOptions o;
+  o.budget_count = 100;
+  auto a = OnlineSelector::Create(o);
+  auto b = OnlineSelector::Create(o);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  for (size_t i = 0; i < r.seq_len.size(); ++i) {
+    auto da = a->OnIteration(i, r.seq_len[i], r.batch[i], 0);
+    if (i % 97 == 0) (void)a->Current();  // reading must not steer the selector
+    auto db = b->OnIteration(i, r.seq_len[i], r.batch[i], 0);
+    REQUIRE(da.measure == db.measure);
+    if (i == 999) CHECK(a->measured() <= 50);  // half the budget by t = pacing
+  }
+  Selection s = a->Current();
+  uint64_t late = 0;
+  for (const auto& p : s.points)
+    for (uint64_t it : p.iters) late += it >= 10000 ? 1 : 0;
+  CHECK(late >= 5);  // the second half of the run is measured too
+  CHECK(a->measured() <= 100);
+}
+
 TEST_CASE("online: needs a budget, rotates counter groups per bin") {
   CHECK(!OnlineSelector::Create(OnlineOptions{}).ok());
   OnlineOptions bad;

@@ -117,17 +117,24 @@ Result<MetricProjection> ProjectMetric(const Selection& selection,
     dof = fit_df;
   }
   const double fit_cv2 = fit_df > 0 ? fit_rel_ss / fit_df : cv2;
+  // Identical repeat samples (a counter that read 0 every time) say little about the noise:
+  // fall back to the spread around the fit, so that an interval is never narrower than what the
+  // points themselves disagree by.
+  if (cv2 == 0 && fit_cv2 > 0) cv2 = fit_cv2;
   double var = 0;
   for (size_t p = 0; p < obs.size(); ++p) {
     const SeqPoint& pt = selection.points[p];
     const double w = static_cast<double>(pt.weight);
     out.total += w * yhat[p];
     const double n = static_cast<double>(obs[p].size());
+    // Values are read with a resolution of one unit at best (counters are integers): a
+    // quantisation variance of 1/12 per sample keeps a zero-noise estimate honest.
+    constexpr double kResolutionVar = 1.0 / 12.0;
     if (n == 0) {
-      var += w * w * fit_cv2 * yhat[p] * yhat[p];
+      var += w * w * (fit_cv2 * yhat[p] * yhat[p] + kResolutionVar);
     } else {
       const double fpc = std::max(0.0, 1.0 - n / std::max(w, n));
-      var += w * w * cv2 * yhat[p] * yhat[p] / n * fpc;
+      var += w * w * (cv2 * yhat[p] * yhat[p] + kResolutionVar) / n * fpc;
     }
   }
   out.dof = dof;

@@ -15,5 +15,10 @@ int RunProjectCommand(Args args);
 int RunEvaluateCommand(Args args);
 int RunGpuCommand(Args args);
 int RunProbeCommand(Args args);
+// Talk to the local seqpointd (agent/cli/control_commands.cpp).
+int RunStatusCommand(Args args);
+int RunRunsCommand(Args args);
+int RunShowCommand(Args args);
+int RunReportCommand(Args args);
 
 }  // namespace seqpoint::cli

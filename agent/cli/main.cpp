@@ -23,6 +23,12 @@ constexpr Command kCommands[] = {
     {"probe", "attach the iteration probes to processes and write their traces",
      seqpoint::cli::RunProbeCommand},
     {"gpu", "print each GPU's decoded firmware telemetry", seqpoint::cli::RunGpuCommand},
+    {"status", "the local seqpointd: probes, runs, collectors, upload",
+     seqpoint::cli::RunStatusCommand},
+    {"runs", "runs watched by the local seqpointd", seqpoint::cli::RunRunsCommand},
+    {"show", "a run's SL histogram, SeqPoints and projections with intervals",
+     seqpoint::cli::RunShowCommand},
+    {"report", "show, plus measurements and the SL-bin cost history", seqpoint::cli::RunReportCommand},
 };
 
 void PrintUsage(std::FILE* out) {

@@ -1,0 +1,133 @@
+// `seqpoint status | runs | show RUN | report RUN`: ask the local seqpointd over its control
+// socket (agent/daemon/control_protocol.h) and print the answer for people, or as JSON with
+// --json. The socket is --socket, else $SEQPOINT_CONTROL_SOCKET, else /run/seqpoint/control.sock.
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/cli/cli_args.h"
+#include "agent/cli/commands.h"
+#include "agent/cli/control_render.h"
+#include "agent/daemon/control_client.h"
+
+namespace seqpoint::cli {
+namespace {
+
+using daemon::ControlRequest;
+
+const OptionSpec kSocket{"--socket", true,
+                         "seqpointd's control socket (default: "
+                         "$SEQPOINT_CONTROL_SOCKET or /run/seqpoint/control.sock)"};
+const OptionSpec kJson{"--json", false, "print the daemon's answer as JSON"};
+
+// Parses, asks, prints. `build` fills the request from the parsed arguments (or fails with a
+// usage error); `render` prints the human form.
+int Ask(Args args, std::string_view usage, std::string_view description,
+        std::vector<OptionSpec> specs, size_t positionals,
+        const std::function<Status(const ParsedArgs&, ControlRequest*)>& build,
+        void (*render)(const nlohmann::json&)) {
+  specs.push_back(kSocket);
+  specs.push_back(kJson);
+  auto parsed = ParseArgs(args, specs);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "seqpoint: %s\n", parsed.status().message().c_str());
+    return 2;
+  }
+  if (parsed->Has("--help")) {
+    PrintHelp(usage, description, specs);
+    return 0;
+  }
+  if (parsed->positional().size() != positionals) {
+    std::fprintf(stderr, "usage: seqpoint %.*s (see --help)\n", static_cast<int>(usage.size()),
+                 usage.data());
+    return 2;
+  }
+  ControlRequest request;
+  Status st = build(*parsed, &request);
+  if (!st.ok()) {
+    std::fprintf(stderr, "seqpoint: %s\n", st.message().c_str());
+    return 2;
+  }
+  std::string socket = daemon::ResolveControlSocket(parsed->Get("--socket").value_or(""));
+  auto answer = daemon::SendControlRequest(socket, request);
+  if (!answer.ok()) {
+    std::fprintf(stderr, "seqpoint: %s\n", answer.status().message().c_str());
+    return 1;
+  }
+  if (parsed->Has("--json")) {
+    std::printf("%s\n", answer->dump(2).c_str());
+  } else {
+    render(*answer);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunStatusCommand(Args args) {
+  return Ask(
+      args, "status [--json]", "The local seqpointd: probes, runs, collectors, upload.", {}, 0,
+      [](const ParsedArgs&, ControlRequest* r) {
+        r->cmd = "status";
+        return Status::Ok();
+      },
+      RenderStatus);
+}
+
+int RunRunsCommand(Args args) {
+  return Ask(
+      args, "runs [--all] [--limit N] [--json]",
+      "Runs watched on this node (active; --all adds finished and crashed ones).",
+      {{"--all", false, "include closed runs"},
+       {"--limit", true, "at most N closed runs, newest first (default 50)"}},
+      0,
+      [](const ParsedArgs& a, ControlRequest* r) -> Status {
+        r->cmd = "runs";
+        r->all = a.Has("--all");
+        auto limit = a.GetInt("--limit");
+        if (!limit.ok()) return limit.status();
+        if (limit->has_value()) {
+          if (**limit < 1) return InvalidArgument("--limit needs a positive integer");
+          r->limit = **limit;
+        }
+        return Status::Ok();
+      },
+      RenderRuns);
+}
+
+int RunShowCommand(Args args) {
+  return Ask(
+      args, "show RUN [--json]",
+      "A run's SL histogram, SeqPoints and projections with 95% intervals. RUN is its id "
+      "or key (see `seqpoint runs`).",
+      {}, 1,
+      [](const ParsedArgs& a, ControlRequest* r) {
+        r->cmd = "show";
+        r->run = a.positional()[0];
+        return Status::Ok();
+      },
+      RenderShow);
+}
+
+int RunReportCommand(Args args) {
+  return Ask(
+      args, "report RUN [--days N] [--json]",
+      "show, plus every measurement of the run and how the cost of its main SL bins on "
+      "this node moved over the last N days (default 30).",
+      {{"--days", true, "history window in days (default 30)"}}, 1,
+      [](const ParsedArgs& a, ControlRequest* r) -> Status {
+        r->cmd = "report";
+        r->run = a.positional()[0];
+        auto days = a.GetInt("--days");
+        if (!days.ok()) return days.status();
+        if (days->has_value()) {
+          if (**days < 1) return InvalidArgument("--days needs a positive integer");
+          r->days = **days;
+        }
+        return Status::Ok();
+      },
+      RenderReport);
+}
+
+}  // namespace seqpoint::cli

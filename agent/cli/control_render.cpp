@@ -1,0 +1,228 @@
+#include "agent/cli/control_render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+namespace seqpoint::cli {
+namespace {
+
+using nlohmann::json;
+
+double D(const json& j) { return j.is_number() ? j.get<double>() : NAN; }
+
+// A value with its unit made readable: ns as seconds, uJ as joules, counts with SI prefixes.
+std::string Value(double v, const std::string& unit) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  if (unit == "ns") {
+    std::snprintf(buf, sizeof buf, "%.4g s", v * 1e-9);
+  } else if (unit == "us") {
+    std::snprintf(buf, sizeof buf, "%.4g s", v * 1e-6);
+  } else if (unit == "uJ") {
+    std::snprintf(buf, sizeof buf, "%.4g J", v * 1e-6);
+  } else {
+    const char* prefix[] = {"", "k", "M", "G", "T", "P"};
+    int p = 0;
+    double x = v;
+    while (std::fabs(x) >= 1000 && p < 5) {
+      x /= 1000;
+      ++p;
+    }
+    std::snprintf(buf, sizeof buf, "%.4g%s%s%s", x, prefix[p], unit == "count" ? "" : " ",
+                  unit == "count" ? "" : unit.c_str());
+  }
+  return buf;
+}
+
+std::string When(const json& unix_ns) {
+  if (!unix_ns.is_number() || unix_ns.get<int64_t>() == 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_ns.get<int64_t>() / 1000000000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string Pids(const json& pids) {
+  std::string out;
+  for (const auto& p : pids) out += (out.empty() ? "" : ",") + std::to_string(p.get<int64_t>());
+  return out.empty() ? "-" : out;
+}
+
+void PrintRunHeader(const json& r) {
+  std::printf("run %lld (%s): %s%s%s\n", static_cast<long long>(r["id"].get<int64_t>()),
+              r["key"].get<std::string>().c_str(), r["state"].get<std::string>().c_str(),
+              r["end_reason"].get<std::string>().empty() ? "" : ", ",
+              r["end_reason"].get<std::string>().c_str());
+  std::printf("  started %s, ended %s, pids %s\n", When(r["started_unix_ns"]).c_str(),
+              When(r["ended_unix_ns"]).c_str(), Pids(r["pids"]).c_str());
+  std::printf("  %llu iterations observed, %llu unobserved\n",
+              static_cast<unsigned long long>(r["iterations"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["unobserved"].get<uint64_t>()));
+}
+
+void PrintHistogram(const json& hist) {
+  if (hist.empty()) return;
+  // At most 16 rows: exact SLs grouped into equal SL ranges.
+  uint32_t lo = hist.front()["seq_len"], hi = hist.back()["seq_len"];
+  uint32_t rows = std::min<uint32_t>(16, hi - lo + 1);
+  uint32_t width = (hi - lo + rows) / rows;
+  std::vector<uint64_t> counts(rows, 0);
+  for (const auto& b : hist) {
+    counts[std::min<uint32_t>(rows - 1, (b["seq_len"].get<uint32_t>() - lo) / width)] +=
+        b["count"].get<uint64_t>();
+  }
+  uint64_t most = *std::max_element(counts.begin(), counts.end());
+  std::printf("\nSL histogram (%zu distinct SLs)\n", hist.size());
+  for (uint32_t i = 0; i < rows; ++i) {
+    int bar = most ? static_cast<int>(40.0 * static_cast<double>(counts[i]) / most + 0.5) : 0;
+    std::printf("  %5u-%-5u %-40s %llu\n", lo + i * width, lo + (i + 1) * width - 1,
+                std::string(static_cast<size_t>(bar), '#').c_str(),
+                static_cast<unsigned long long>(counts[i]));
+  }
+}
+
+void PrintSeqPoints(const json& points) {
+  size_t measured = 0;
+  for (const auto& p : points) measured += p["iters"].size();
+  std::printf("\nSeqPoints (%zu, %zu measured iterations)\n", points.size(), measured);
+  std::printf("  %-13s %6s %8s  %s\n", "SL bin", "rep SL", "weight", "measured (pid:iter)");
+  for (const auto& p : points) {
+    std::string iters;
+    for (size_t i = 0; i < p["iters"].size(); ++i) {
+      if (i == 6) {
+        iters += " ...";
+        break;
+      }
+      iters += (i ? " " : "") + std::to_string(p["pids"][i].get<int64_t>()) + ":" +
+               std::to_string(p["iters"][i].get<uint64_t>());
+    }
+    char bin[32];
+    std::snprintf(bin, sizeof bin, "[%u, %u]", p["bin"][0].get<uint32_t>(),
+                  p["bin"][1].get<uint32_t>());
+    std::printf("  %-13s %6u %8.0f  %s\n", bin, p["seq_len"].get<uint32_t>(), D(p["weight"]),
+                iters.empty() ? "-" : iters.c_str());
+  }
+}
+
+void PrintProjections(const json& show) {
+  std::printf("\nProjections: whole-run totals, 95%% interval\n");
+  std::printf("  %-22s %12s %27s %12s %8s\n", "metric", "projected", "interval", "actual", "error");
+  for (const auto& [metric, p] : show["projections"].items()) {
+    std::string unit = p["unit"];
+    std::string interval = "[" + Value(D(p["low"]), unit) + ", " + Value(D(p["high"]), unit) + "]";
+    std::string error = "-";
+    if (std::isfinite(D(p["actual"])) && D(p["actual"]) != 0) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%+.2f%%",
+                    100 * (D(p["total"]) - D(p["actual"])) / D(p["actual"]));
+      error = buf;
+    }
+    std::printf("  %-22s %12s %27s %12s %8s\n", metric.c_str(), Value(D(p["total"]), unit).c_str(),
+                interval.c_str(), Value(D(p["actual"]), unit).c_str(), error.c_str());
+  }
+  if (show.contains("self_check")) {
+    const json& c = show["self_check"];
+    std::printf(
+        "\nself-check: iteration time projected from the SeqPoints vs measured on every "
+        "iteration: %+.2f%% (%s the 95%% interval)\n",
+        100 * D(c["error"]), c["within_interval"].get<bool>() ? "inside" : "OUTSIDE");
+  }
+}
+
+}  // namespace
+
+void RenderStatus(const json& s) {
+  std::printf("seqpointd %s (pid %lld)\n", s["version"].get<std::string>().c_str(),
+              static_cast<long long>(s["pid"].get<int64_t>()));
+  std::printf("  state     %s\n  control   %s\n  metrics   %s\n",
+              s["state_db"].get<std::string>().c_str(),
+              s["control_socket"].get<std::string>().c_str(),
+              s["metrics_listen"].get<std::string>().empty()
+                  ? "off"
+                  : ("http://" + s["metrics_listen"].get<std::string>() + "/metrics").c_str());
+  if (s["source"].is_object()) {
+    const json& src = s["source"];
+    std::printf("  probes    %s: %llu processes, %llu events, %llu lost, %llu anomalies\n",
+                src["name"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(src["processes"].get<uint64_t>()),
+                static_cast<unsigned long long>(src["events"].get<uint64_t>()),
+                static_cast<unsigned long long>(src["lost"].get<uint64_t>()),
+                static_cast<unsigned long long>(src["anomalies"].get<uint64_t>()));
+  } else {
+    std::printf("  probes    NONE: %s\n", s.value("source_error", std::string("-")).c_str());
+  }
+  std::printf("  runs      %llu active, %llu closed since start\n",
+              static_cast<unsigned long long>(s["runs_active"].get<uint64_t>()),
+              static_cast<unsigned long long>(s["runs_closed"].get<uint64_t>()));
+  for (const auto& c : s["collectors"]) {
+    std::printf("  collector %-10s %-7s %llu ok, %llu failed, %.3f ms total cost%s%s\n",
+                c["name"].get<std::string>().c_str(), c["state"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(c["ok"].get<uint64_t>()),
+                static_cast<unsigned long long>(c["failed"].get<uint64_t>()),
+                D(c["cost_us"]) / 1000, c["last_error"].get<std::string>().empty() ? "" : ": ",
+                c["last_error"].get<std::string>().c_str());
+  }
+  if (s["upload"].is_object()) {
+    const json& u = s["upload"];
+    std::printf(
+        "  upload    %s: %llu batches sent, %llu failures, spool %lld batches (%lld B)%s%s\n",
+        u["url"].get<std::string>().c_str(),
+        static_cast<unsigned long long>(u["sent_batches"].get<uint64_t>()),
+        static_cast<unsigned long long>(u["failures"].get<uint64_t>()),
+        static_cast<long long>(u.value("spool_batches", 0)),
+        static_cast<long long>(u.value("spool_bytes", 0)),
+        u["last_error"].get<std::string>().empty() ? "" : "; last error: ",
+        u["last_error"].get<std::string>().c_str());
+  } else {
+    std::printf("  upload    off\n");
+  }
+}
+
+void RenderRuns(const json& j) {
+  std::printf("%5s  %-24s %-9s %10s %8s %10s  %s\n", "ID", "KEY", "STATE", "ITERATIONS", "MEASURED",
+              "SELF-CHECK", "STARTED");
+  for (const auto& r : j["runs"]) {
+    std::string check = "-";
+    if (r.contains("self_check_error") && r["self_check_error"].is_number()) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%+.2f%%", 100 * D(r["self_check_error"]));
+      check = buf;
+    }
+    std::string measured =
+        r.contains("measured") ? std::to_string(r["measured"].get<uint64_t>()) : "-";
+    std::printf("%5lld  %-24s %-9s %10llu %8s %10s  %s\n",
+                static_cast<long long>(r["id"].get<int64_t>()), r["key"].get<std::string>().c_str(),
+                r["state"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(r["iterations"].get<uint64_t>()), measured.c_str(),
+                check.c_str(), When(r["started_unix_ns"]).c_str());
+  }
+}
+
+void RenderShow(const json& s) {
+  PrintRunHeader(s["run"]);
+  PrintHistogram(s["histogram"]);
+  PrintSeqPoints(s["seqpoints"]);
+  PrintProjections(s);
+}
+
+void RenderReport(const json& r) {
+  RenderShow(r);
+  std::printf("\nMeasurements: %zu values\n", r["measurements"].size());
+  std::printf("\nCost of the run's main SL bins on this node, by day (mean iteration time)\n");
+  std::printf("  %-11s %-13s %8s %12s\n", "day", "SL bin", "n", "mean");
+  for (const auto& h : r["history"]) {
+    char bin[32];
+    std::snprintf(bin, sizeof bin, "[%u, %u]", h["bin"][0].get<uint32_t>(),
+                  h["bin"][1].get<uint32_t>());
+    std::printf("  %-11s %-13s %8llu %12s\n", h["day"].get<std::string>().c_str(), bin,
+                static_cast<unsigned long long>(h["n"].get<uint64_t>()),
+                Value(D(h["mean"]), "ns").c_str());
+  }
+}
+
+}  // namespace seqpoint::cli

@@ -1,0 +1,259 @@
+// Daemon::HandleControl: the JSON answers of the control protocol (control_protocol.h).
+// Active runs are answered from memory (live), closed runs from the state database.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <set>
+
+#include "agent/daemon/daemon.h"
+#include "seqpoint/features.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+using nlohmann::json;
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json RunJson(const RunRecord& r) {
+  return {{"id", r.id},
+          {"key", r.key},
+          {"state", std::string(RunStateName(r.state))},
+          {"end_reason", r.end_reason},
+          {"started_unix_ns", r.started_unix_ns},
+          {"updated_unix_ns", r.updated_unix_ns},
+          {"ended_unix_ns", r.ended_unix_ns},
+          {"pids", r.pids},
+          {"iterations", r.iterations},
+          {"max_iter", r.max_iter},
+          {"unobserved", r.unobserved}};
+}
+
+std::string Day(int64_t day) {
+  std::time_t t = static_cast<std::time_t>(day * 86400);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+json SnapshotJson(const RunSnapshot& s, const SelfCheck* check) {
+  json j;
+  j["run"] = RunJson(s.run);
+  json hist = json::array();
+  for (const HistogramBin& b : s.histogram) {
+    hist.push_back({{"seq_len", b.seq_len},
+                    {"count", b.count},
+                    {"time_ns_mean", b.count ? Num(b.time_ns_sum / b.count) : json(nullptr)}});
+  }
+  j["histogram"] = hist;
+  json points = json::array();
+  for (const SeqPointRecord& p : s.seqpoints) {
+    points.push_back({{"iter", p.iter},
+                      {"iters", p.iters},
+                      {"pids", p.pids},
+                      {"seq_len", p.seq_len},
+                      {"weight", p.weight},
+                      {"bin", {p.bin_lo, p.bin_hi}}});
+  }
+  j["seqpoints"] = points;
+  json proj = json::object();
+  for (const Projection& p : s.projections) {
+    proj[p.metric] = {{"unit", p.unit},      {"total", Num(p.total)},   {"low", Num(p.low)},
+                      {"high", Num(p.high)}, {"actual", Num(p.actual)}, {"measured", p.measured}};
+  }
+  j["projections"] = proj;
+  if (check != nullptr && check->valid) {
+    j["self_check"] = {{"metric", check->metric},
+                       {"projected", check->projected},
+                       {"low", check->low},
+                       {"high", check->high},
+                       {"actual", check->actual},
+                       {"error", check->error},
+                       {"within_interval", check->within_interval}};
+  } else {
+    for (const Projection& p : s.projections) {
+      if (p.metric == "time_ns" && std::isfinite(p.actual) && p.actual > 0) {
+        j["self_check"] = {{"metric", "time_ns"},
+                           {"projected", p.total},
+                           {"low", p.low},
+                           {"high", p.high},
+                           {"actual", p.actual},
+                           {"error", (p.total - p.actual) / p.actual},
+                           {"within_interval", p.actual >= p.low && p.actual <= p.high}};
+      }
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+json Daemon::StatusJson() {
+  json j;
+  j["version"] = SEQPOINT_VERSION;
+  j["pid"] = getpid();
+  j["started_unix"] = started_unix_;
+  j["state_db"] = config_.StateDbPath();
+  j["control_socket"] = config_.ControlSocketPath();
+  std::string listen = config_.metrics_listen;
+  if (metrics_ && listen.rfind(':') != std::string::npos) {  // the port the kernel gave for :0
+    listen = listen.substr(0, listen.rfind(':') + 1) + std::to_string(metrics_->port());
+  }
+  j["metrics_listen"] = listen;
+  j["runs_active"] = runs_->runs().size();
+  j["runs_closed"] = runs_->runs_closed();
+  j["processes"] = runs_->processes();
+  j["store_errors"] = runs_->store_errors();
+  if (source_) {
+    SourceStats s = source_->stats();
+    j["source"] = {{"name", std::string(source_->name())},
+                   {"description", s.description},
+                   {"events", s.events},
+                   {"lost", s.lost},
+                   {"anomalies", s.anomalies},
+                   {"processes", s.processes}};
+  } else {
+    j["source"] = nullptr;
+    j["source_error"] = source_error_;
+  }
+  json cols = json::array();
+  for (const auto& [name, t] : runs_->collector_totals()) {
+    cols.push_back({{"name", name},
+                    {"state", t.state},
+                    {"ok", t.ok},
+                    {"failed", t.failed},
+                    {"cost_us", t.cost_us},
+                    {"last_error", t.last_error}});
+  }
+  j["collectors"] = cols;
+  if (uploader_) {
+    const UploaderStats& u = uploader_->stats();
+    json up = {{"url", config_.upload_url},
+               {"sent_batches", u.sent_batches},
+               {"sent_samples", u.sent_samples},
+               {"failures", u.failures},
+               {"rejected_batches", u.rejected_batches},
+               {"dropped_batches", u.dropped_batches},
+               {"backoff_ms", u.backoff_ms},
+               {"last_error", u.last_error},
+               {"last_success_unix", u.last_success_unix}};
+    if (auto spool = uploader_->spool(); spool.ok()) {
+      up["spool_batches"] = spool->batches;
+      up["spool_bytes"] = spool->bytes;
+    }
+    j["upload"] = up;
+  } else {
+    j["upload"] = nullptr;
+  }
+  return j;
+}
+
+Result<json> Daemon::HandleControl(const ControlRequest& r) {
+  if (r.cmd == "status") return StatusJson();
+  if (r.cmd == "runs") {
+    json list = json::array();
+    for (const auto& [id, t] : runs_->runs()) {
+      json run = RunJson(t->record());
+      run["measured"] = t->measured_iterations();
+      SelfCheck c = t->self_check();
+      run["self_check_error"] = c.valid ? json(c.error) : json(nullptr);
+      list.push_back(run);
+    }
+    if (r.all) {
+      auto stored = store_->ListRuns(false, r.limit);
+      if (!stored.ok()) return stored.status();
+      for (const RunRecord& rec : *stored) {
+        if (rec.state != RunState::kActive || !runs_->runs().count(rec.id)) {
+          list.push_back(RunJson(rec));
+        }
+      }
+    }
+    return json{{"runs", list}};
+  }
+  if (r.cmd == "show" || r.cmd == "report") {
+    json out;
+    int64_t run_id = 0;
+    if (RunTracker* t = runs_->FindActive(r.run)) {
+      SelfCheck c = t->self_check();
+      out = SnapshotJson(t->Snapshot(), &c);
+      run_id = t->record().id;
+    } else {
+      auto id = store_->FindRun(r.run);
+      if (!id.ok()) return id.status();
+      if (!id->has_value()) {
+        return NotFound("no run '" + r.run + "' on this node (see `seqpoint runs --all`)");
+      }
+      auto snap = store_->LoadRun(**id);
+      if (!snap.ok()) return snap.status();
+      out = SnapshotJson(*snap, nullptr);
+      run_id = **id;
+    }
+    if (r.cmd == "report") {
+      auto m = store_->LoadMeasurements(run_id);
+      if (!m.ok()) return m.status();
+      json meas = json::array();
+      for (const Measurement& x : *m) {
+        meas.push_back({{"pid", x.pid},
+                        {"iter", x.iter},
+                        {"seq_len", x.seq_len},
+                        {"metric", x.metric},
+                        {"unit", x.unit},
+                        {"value", x.value}});
+      }
+      out["measurements"] = meas;
+      // Efficiency over time: daily mean iteration time of the run's most frequent SL bins.
+      std::vector<HistogramBin> bins;
+      for (const auto& b : out["histogram"]) {
+        bins.push_back({b["seq_len"].get<uint32_t>(), b["count"].get<uint64_t>(), 0});
+      }
+      std::sort(bins.begin(), bins.end(), [](auto& a, auto& b) { return a.count > b.count; });
+      json history = json::array();
+      int64_t today = std::chrono::duration_cast<std::chrono::hours>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count() /
+                      24;
+      std::set<uint32_t> seen;
+      for (const HistogramBin& b : bins) {
+        if (seen.size() >= 5) break;
+        if (!seen.insert(HistoryBin(b.seq_len).first).second) continue;
+        auto rows = store_->QueryBinCost(b.seq_len, "time_ns", today - r.days);
+        if (!rows.ok()) return rows.status();
+        for (const BinCostRow& row : *rows) {
+          history.push_back({{"day", Day(row.day)},
+                             {"bin", {row.bin_lo, row.bin_hi}},
+                             {"metric", row.metric},
+                             {"n", row.n},
+                             {"mean", row.n ? row.sum / row.n : 0.0}});
+        }
+      }
+      out["history"] = history;
+    }
+    return out;
+  }
+  if (r.cmd == "history") {
+    int64_t today = std::chrono::duration_cast<std::chrono::hours>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count() /
+                    24;
+    auto rows = store_->QueryBinCost(static_cast<uint32_t>(r.seq_len), r.metric, today - r.days);
+    if (!rows.ok()) return rows.status();
+    json list = json::array();
+    for (const BinCostRow& row : *rows) {
+      double mean = row.n ? row.sum / row.n : 0.0;
+      double var = row.n > 1 ? std::max(0.0, (row.sumsq - row.n * mean * mean) / (row.n - 1)) : 0.0;
+      list.push_back({{"day", Day(row.day)},
+                      {"bin", {row.bin_lo, row.bin_hi}},
+                      {"n", row.n},
+                      {"mean", mean},
+                      {"stddev", std::sqrt(var)}});
+    }
+    return json{{"seq_len", r.seq_len}, {"metric", r.metric}, {"days", list}};
+  }
+  return InvalidArgument("unknown control command '" + r.cmd + "'");
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,268 @@
+#include "agent/daemon/daemon.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+
+#include "agent/daemon/log.h"
+#include "seqpoint/features.h"
+
+namespace seqpoint::daemon {
+
+void DaemonOverrides::ApplyTo(DaemonConfig* c) const {
+  if (state_dir) c->state_dir = *state_dir;
+  if (runtime_dir) c->runtime_dir = *runtime_dir;
+  if (control_socket) c->control_socket = *control_socket;
+  if (metrics_listen) c->metrics_listen = *metrics_listen;
+  if (upload_url) c->upload_url = *upload_url;
+  if (log_level) c->log_level = *log_level;
+}
+
+Daemon::Daemon(DaemonConfig config, std::string config_path, DaemonOverrides overrides,
+               DaemonParts parts)
+    : config_(std::move(config)),
+      config_path_(std::move(config_path)),
+      overrides_(std::move(overrides)),
+      parts_(std::move(parts)),
+      signals_(io_),
+      flush_timer_(io_),
+      idle_timer_(io_),
+      prune_timer_(io_) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+RunManagerOptions Daemon::RunOptions() const {
+  RunManagerOptions o;
+  o.group_by = *ParseRunGroupBy(config_.run_group_by);  // validated by ValidateConfig
+  o.proc_root = config_.proc_root;
+  o.selector.budget_count = static_cast<uint64_t>(config_.run_budget);
+  o.selector.budget_fraction = config_.run_budget_fraction;
+  o.selector.target_error_pct = config_.run_target_error_pct;
+  o.selector.warmup = static_cast<uint64_t>(config_.run_warmup_iterations);
+  o.idle_timeout_s = config_.run_idle_timeout_s;
+  return o;
+}
+
+UploaderOptions Daemon::UploadOptions() const {
+  UploaderOptions o;
+  o.url = config_.upload_url;
+  o.interval_s = config_.upload_interval_s;
+  o.timeout_s = config_.upload_timeout_s;
+  o.backoff_initial_ms = config_.upload_backoff_initial_ms;
+  o.backoff_max_s = config_.upload_backoff_max_s;
+  o.spool_max_bytes = config_.upload_spool_max_bytes;
+  o.batch_max_samples = config_.upload_batch_max_samples;
+  for (const auto& [k, v] : config_.upload_labels) o.labels.emplace_back(k, v);
+  if (!config_.upload_labels.count("instance")) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    o.labels.emplace_back("instance", host);
+  }
+  return o;
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string config_path,
+                                               DaemonOverrides overrides, DaemonParts parts) {
+  overrides.ApplyTo(&config);
+  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(config));
+  SetLogLevel(config.log_level);
+  std::unique_ptr<Daemon> d(new Daemon(std::move(config), std::move(config_path),
+                                       std::move(overrides), std::move(parts)));
+  std::error_code ec;
+  std::filesystem::create_directories(d->config_.state_dir, ec);
+  if (ec) {
+    return IoError("cannot create state directory '" + d->config_.state_dir + "': " + ec.message() +
+                   " (set daemon.state_dir or --state-dir)");
+  }
+  chmod(d->config_.state_dir.c_str(), 0750);
+  auto store = Store::Open(d->config_.StateDbPath());
+  if (!store.ok()) return store.status();
+  d->store_ = std::move(*store);
+  d->runs_ = std::make_unique<RunManager>(d->store_.get(), nullptr, d->RunOptions());
+  SEQPOINT_RETURN_IF_ERROR(d->StartParts());
+  return d;
+}
+
+Status Daemon::StartParts() {
+  started_unix_ = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  if (parts_.source) {
+    // Without probes the daemon still serves its state, /metrics and the upload spool, and
+    // says why in the log, `seqpoint status` and seqpoint_probe_up: a node agent degrades, it
+    // does not crash-loop.
+    auto source = parts_.source(io_, config_);
+    if (source.ok()) {
+      source_ = std::move(*source);
+    } else {
+      source_error_ = source.status().message();
+      SEQPOINT_LOG(kError,
+                   "no iteration source, so no training process will be found: " + source_error_);
+    }
+  }
+  if (parts_.collectors) {
+    runs_ = std::make_unique<RunManager>(store_.get(), parts_.collectors(config_, source_.get()),
+                                         RunOptions());
+  }
+  runs_->set_source(source_.get());
+  SEQPOINT_RETURN_IF_ERROR(runs_->Resume());
+
+  ControlServerOptions control{config_.ControlSocketPath(), config_.control_group,
+                               config_.control_max_request_bytes, config_.control_max_clients};
+  auto control_server = ControlServer::Start(
+      io_, control, [this](const ControlRequest& r) { return HandleControl(r); });
+  if (!control_server.ok()) return control_server.status();
+  control_ = std::move(*control_server);
+
+  if (!config_.metrics_listen.empty()) {
+    auto m = MetricsServer::Start(io_, config_.metrics_listen,
+                                  [this] { return RenderExposition(Families(false)); });
+    if (!m.ok()) return m.status();
+    metrics_ = std::move(*m);
+  }
+  if (!config_.upload_url.empty()) {
+    auto u =
+        Uploader::Create(io_, store_.get(), UploadOptions(), [this] { return Families(true); });
+    if (!u.ok()) return u.status();
+    uploader_ = std::move(*u);
+    runs_->set_on_run_closed([this](RunSnapshot) {
+      if (uploader_) uploader_->SpoolNow(Families(true));
+    });
+  }
+  // The closed run is still in Families(true) when on_closed runs: RunManager calls it before
+  // forgetting the run, so its final projection is spooled.
+  if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Start(runs_.get()));
+  if (uploader_) uploader_->Start();
+
+  Every(flush_timer_, std::chrono::milliseconds(config_.flush_interval_ms), [this] {
+    Status st = runs_->Flush();
+    if (!st.ok()) SEQPOINT_LOG(kError, "flushing state: " + st.message());
+  });
+  Every(idle_timer_, std::chrono::seconds(5), [this] { runs_->CloseIdleRuns(); });
+  Every(prune_timer_, std::chrono::hours(6), [this] {
+    int64_t today = std::chrono::duration_cast<std::chrono::hours>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count() /
+                    24;
+    (void)store_->PruneHistory(today - config_.history_retention_days);
+  });
+  SEQPOINT_LOG(kInfo, "seqpointd " SEQPOINT_VERSION " started: state " + config_.StateDbPath() +
+                          ", control " + config_.ControlSocketPath() +
+                          (metrics_ ? ", metrics " + config_.metrics_listen : "") +
+                          (uploader_ ? ", upload " + config_.upload_url : "") +
+                          (source_ ? ", source " + std::string(source_->name()) : ""));
+  return Status::Ok();
+}
+
+void Daemon::Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
+                   std::function<void()> job) {
+  timer.expires_after(period);
+  timer.async_wait([this, &timer, period, job](boost::system::error_code ec) {
+    if (ec || shut_down_) return;
+    job();
+    Every(timer, period, job);
+  });
+}
+
+Status Daemon::Run() {
+  signals_.add(SIGTERM);
+  signals_.add(SIGINT);
+  signals_.add(SIGHUP);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::function<void()> wait = [this, &wait] {
+    signals_.async_wait([this, &wait](boost::system::error_code ec, int signo) {
+      if (ec) return;
+      if (signo == SIGHUP) {
+        Status st = Reload();
+        if (!st.ok())
+          SEQPOINT_LOG(kError, "reload failed, keeping the running config: " + st.message());
+        wait();
+        return;
+      }
+      SEQPOINT_LOG(kInfo, std::string("received ") + (signo == SIGTERM ? "SIGTERM" : "SIGINT") +
+                              ": flushing state and stopping");
+      Shutdown();
+    });
+  };
+  wait();
+  io_.run();
+  return Status::Ok();
+}
+
+void Daemon::RequestShutdown() {
+  boost::asio::post(io_, [this] { Shutdown(); });
+}
+
+void Daemon::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  boost::system::error_code ec;
+  signals_.cancel(ec);
+  flush_timer_.cancel();
+  idle_timer_.cancel();
+  prune_timer_.cancel();
+  if (source_) source_->Stop();
+  if (runs_) {
+    Status st = runs_->Flush();
+    if (!st.ok()) SEQPOINT_LOG(kError, "final flush: " + st.message());
+  }
+  if (uploader_) uploader_->Stop();
+  if (control_) control_->Stop();
+  if (metrics_) metrics_->Stop();
+  io_.stop();
+  SEQPOINT_LOG(kInfo, "seqpointd stopped");
+}
+
+Status Daemon::Reload() {
+  if (config_path_.empty()) return Status::Ok();
+  auto loaded = LoadConfig(config_path_, false);
+  if (!loaded.ok()) return loaded.status();
+  DaemonConfig next = std::move(*loaded);
+  overrides_.ApplyTo(&next);
+  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(next));
+  auto restart_needed = [&](const std::string& key, const std::string& a, const std::string& b) {
+    if (a != b) SEQPOINT_LOG(kWarn, "reload: " + key + " changed; takes effect after a restart");
+  };
+  restart_needed("daemon.state_dir", config_.state_dir, next.state_dir);
+  restart_needed("control.socket", config_.ControlSocketPath(), next.ControlSocketPath());
+  restart_needed("metrics.listen", config_.metrics_listen, next.metrics_listen);
+  ControlServerOptions control{next.ControlSocketPath(), next.control_group,
+                               next.control_max_request_bytes, next.control_max_clients};
+  SEQPOINT_RETURN_IF_ERROR(control_->Reconfigure(control));
+  const bool upload_changed = next.upload_url != config_.upload_url ||
+                              next.upload_labels != config_.upload_labels ||
+                              next.upload_interval_s != config_.upload_interval_s ||
+                              next.upload_spool_max_bytes != config_.upload_spool_max_bytes ||
+                              next.upload_backoff_initial_ms != config_.upload_backoff_initial_ms ||
+                              next.upload_backoff_max_s != config_.upload_backoff_max_s ||
+                              next.upload_timeout_s != config_.upload_timeout_s ||
+                              next.upload_batch_max_samples != config_.upload_batch_max_samples;
+  DaemonConfig previous = config_;
+  config_ = next;
+  SetLogLevel(config_.log_level);
+  runs_->Reconfigure(RunOptions());
+  if (upload_changed) {
+    if (uploader_) uploader_->Stop();
+    uploader_.reset();
+    if (!config_.upload_url.empty()) {
+      auto u =
+          Uploader::Create(io_, store_.get(), UploadOptions(), [this] { return Families(true); });
+      if (!u.ok()) {
+        config_ = previous;
+        return u.status();
+      }
+      uploader_ = std::move(*u);
+      uploader_->Start();
+      runs_->set_on_run_closed([this](RunSnapshot) {
+        if (uploader_) uploader_->SpoolNow(Families(true));
+      });
+    }
+  }
+  ++reloads_;
+  SEQPOINT_LOG(kInfo, "reloaded " + config_path_);
+  return Status::Ok();
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,111 @@
+// seqpointd: one io_context running everything (style.md 11): the iteration source (eBPF probes
+// or a replay), the runs (RunManager), the control socket, /metrics, the remote-write uploader,
+// and a timer per periodic job (flush, idle runs, history pruning). Signals: SIGTERM/SIGINT stop
+// cleanly (state flushed, active runs left active so the next start resumes them), SIGHUP
+// reloads the config file (log level, budget and grouping for new runs, control group, upload
+// settings; paths and listen addresses need a restart and say so).
+//
+// Threads: Run() runs the io_context on the calling thread; RequestShutdown() may be called
+// from any thread. Everything else is touched only from the io_context thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agent/daemon/config.h"
+#include "agent/daemon/control_server.h"
+#include "agent/daemon/iteration_source.h"
+#include "agent/daemon/metric_family.h"
+#include "agent/daemon/metrics_server.h"
+#include "agent/daemon/run_manager.h"
+#include "agent/daemon/store.h"
+#include "agent/daemon/uploader.h"
+
+namespace seqpoint::daemon {
+
+// Command-line settings that win over the config file, also after a reload.
+struct DaemonOverrides {
+  std::optional<std::string> state_dir;
+  std::optional<std::string> runtime_dir;
+  std::optional<std::string> control_socket;
+  std::optional<std::string> metrics_listen;
+  std::optional<std::string> upload_url;
+  std::optional<LogLevel> log_level;
+  void ApplyTo(DaemonConfig* config) const;
+};
+
+// Where iterations come from and what measures them; tests and --replay supply their own.
+using SourceFactory = std::function<Result<std::unique_ptr<IterationSource>>(
+    boost::asio::io_context&, const DaemonConfig&)>;
+using CollectorFactoryMaker =
+    std::function<CollectorFactory(const DaemonConfig&, IterationSource*)>;
+
+struct DaemonParts {
+  SourceFactory source;              // null: no source (the daemon serves its state only)
+  CollectorFactoryMaker collectors;  // null: no collectors (time is still measured)
+};
+
+class Daemon {
+ public:
+  // config_path empty: no file to reload from.
+  static Result<std::unique_ptr<Daemon>> Create(DaemonConfig config, std::string config_path,
+                                                DaemonOverrides overrides, DaemonParts parts);
+  ~Daemon();
+
+  // Runs until SIGTERM/SIGINT or RequestShutdown(); returns after state is flushed.
+  Status Run();
+  void RequestShutdown();
+  // Re-reads the config file and applies what can change live.
+  Status Reload();
+
+  boost::asio::io_context& io() { return io_; }
+  uint16_t metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  const DaemonConfig& config() const { return config_; }
+  RunManager& runs() { return *runs_; }
+  Store& store() { return *store_; }
+  IterationSource* source() { return source_.get(); }
+  Uploader* uploader() { return uploader_.get(); }
+
+  // What /metrics serves and the uploader pushes (projection families only when for_upload).
+  std::vector<MetricFamily> Families(bool for_upload);
+  Result<nlohmann::json> HandleControl(const ControlRequest& request);
+
+ private:
+  Daemon(DaemonConfig config, std::string config_path, DaemonOverrides overrides,
+         DaemonParts parts);
+  Status StartParts();
+  void Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
+             std::function<void()> job);
+  void Shutdown();
+  RunManagerOptions RunOptions() const;
+  UploaderOptions UploadOptions() const;
+  nlohmann::json StatusJson();
+
+  DaemonConfig config_;
+  std::string config_path_;
+  DaemonOverrides overrides_;
+  DaemonParts parts_;
+  boost::asio::io_context io_{1};
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer flush_timer_;
+  boost::asio::steady_timer idle_timer_;
+  boost::asio::steady_timer prune_timer_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<IterationSource> source_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<Uploader> uploader_;
+  std::string source_error_;  // why there is no iteration source, when there is none
+  int64_t started_unix_ = 0;
+  uint64_t reloads_ = 0;
+  uint64_t reload_failures_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,218 @@
+// seqpointd on live processes: the real eBPF probes attach to real programs that carry the
+// seqpoint USDT provider (the real libtorch trainer, and the probe tests' usdt_workload), the
+// real perf collector measures the chosen iterations. Needs root (BPF); skips otherwise.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "agent/daemon/seqpointd_process.h"
+#include "common/trace_csv.h"
+
+using namespace seqpoint::daemon;
+using namespace seqpoint::daemon::testing;
+using nlohmann::json;
+
+namespace {
+
+bool CanRun() {
+  if (geteuid() != 0) {
+    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
+    return false;
+  }
+  if (access(SeqpointdBinary().c_str(), X_OK) != 0) return false;
+  return true;
+}
+
+std::string Workload() { return BinaryDir() + "/collectors/ebpf/testing/usdt_workload"; }
+
+// A child process with SEQPOINT_RUN_ID set and a pipe on its stdin.
+class Child {
+ public:
+  Child(const std::string& run_id, std::vector<std::string> argv, const std::string& log = "") {
+    int in[2];
+    (void)!pipe(in);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      close(in[1]);
+      if (!log.empty()) {
+        FILE* f = std::freopen(log.c_str(), "w", stderr);
+        (void)f;
+      }
+      setenv("SEQPOINT_RUN_ID", run_id.c_str(), 1);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(in[0]);
+    stdin_ = in[1];
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdin_ >= 0) close(stdin_);
+  }
+  void SendLine() { (void)!write(stdin_, "\n", 1); }
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("agent e2e: the real trainer under seqpointd: every iteration seen, SeqPoints measured") {
+  if (!CanRun()) return;
+  std::string trainer = BinaryDir() + "/examples/seqpoint-train";
+  std::string corpus = BinaryDir() + "/examples/corpora/ende_fillets.tsv";
+  if (access(trainer.c_str(), X_OK) != 0 || access(corpus.c_str(), R_OK) != 0) {
+    MESSAGE("skipped: build seqpoint-train and its corpora (SEQPOINT_WITH_TORCH) first");
+    return;
+  }
+  TempDir dir;
+  Seqpointd d(dir, {"--log-level", "debug"}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  const std::string key = "e2e-trainer-" + std::to_string(getpid());
+  const std::string trace = dir.File("trace.csv");
+  setenv("SEQPOINT_TRAIN", trainer.c_str(), 1);  // run-train.sh runs this binary
+  {
+    Child train(key,
+                {SourceDir() + "/examples/run-train.sh", "--corpus", corpus, "--trace", trace,
+                 "--iterations", "120", "--threads", "1", "--hidden", "64"},
+                dir.File("train.log"));
+    int status = train.Wait();
+    REQUIRE_MESSAGE(WIFEXITED(status), ReadFile(dir.File("train.log")));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  json run = d.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  CHECK(run["state"] == "finished");
+  // Every iteration is observed or counted as missed; only the first few can be missed (the
+  // trainer may begin before the probes attach at its exec).
+  const uint64_t missed = run["unobserved"];
+  CHECK(run["iterations"].get<uint64_t>() + missed == 120);
+  CHECK(missed <= 5);
+  json show = d.Show(key);
+  REQUIRE(show.is_object());
+  size_t measured = 0;
+  for (const auto& p : show["seqpoints"]) measured += p["iters"].size();
+  CHECK(measured > 0);
+  CHECK(measured <= 64);
+  CHECK(show["projections"].contains("perf:task-clock"));
+  // The probes' iteration time (USDT begin..end) against the trainer's own steady_clock time of
+  // the same region, summed: the same quantity measured two ways.
+  auto t = seqpoint::LoadTrace(trace);
+  REQUIRE(t.ok());
+  double trainer_total = 0;  // over the iterations the probes saw
+  for (size_t r = 0; r < t->rows(); ++r) {
+    if (t->iter[r] >= missed) trainer_total += t->metrics[t->MetricIndex("time_ns")][r];
+  }
+  double probe_total = show["self_check"]["actual"];
+  MESSAGE("probe time " << probe_total << " ns, trainer time " << trainer_total
+                        << " ns, projection " << show["self_check"]["projected"] << " (error "
+                        << show["self_check"]["error"] << ")");
+  CHECK(std::fabs(probe_total - trainer_total) / trainer_total < 0.05);
+}
+
+TEST_CASE("agent e2e: a process dying inside an iteration closes its run as crashed") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  const std::string key = "e2e-crash-" + std::to_string(getpid());
+  Child w(key, {Workload(), "--wait", "--iters", "200", "--work-us", "500", "--seq-lens", "8,16,32",
+                "--exit-mid"});
+  REQUIRE(WaitFor([&] { return d.Show(key).is_object(); }));  // attached at exec
+  w.SendLine();
+  w.Wait();
+  json run = d.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  CHECK(run["state"] == "crashed");
+  CHECK(run["end_reason"].get<std::string>().find("in the middle of an iteration") !=
+        std::string::npos);
+  // 200 completed; the one it died in counts as observed when its begin was hooked.
+  CHECK(run["iterations"].get<uint64_t>() >= 200);
+  CHECK(run["iterations"].get<uint64_t>() <= 201);
+}
+
+TEST_CASE("agent e2e: 16 training processes at once, each its own run") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  std::vector<std::unique_ptr<Child>> children;
+  const std::string prefix = "e2e-16-" + std::to_string(getpid()) + "-";
+  for (int i = 0; i < 16; ++i) {
+    children.push_back(std::make_unique<Child>(
+        prefix + std::to_string(i),
+        std::vector<std::string>{Workload(), "--wait", "--iters", "300", "--work-us", "300",
+                                 "--seq-lens", "8,16,24,32,48,64"}));
+  }
+  REQUIRE(WaitFor([&] {  // all 16 attached (other training processes on the node may be too)
+    json runs = d.Request("runs");
+    if (!runs.is_object()) return false;
+    int mine = 0;
+    for (const auto& r : runs["runs"]) mine += r["key"].get<std::string>().rfind(prefix, 0) == 0;
+    return mine == 16;
+  }));
+  for (auto& c : children) c->SendLine();
+  for (auto& c : children) c->Wait();
+  for (int i = 0; i < 16; ++i) {
+    json run = d.ClosedRun(prefix + std::to_string(i));
+    REQUIRE(!run.is_null());
+    CHECK(run["state"] == "finished");
+    CHECK(run["iterations"] == 300);
+  }
+  json s = d.Request("status");
+  CHECK(s["source"]["lost"] == 0);
+}
+
+TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run continues") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  const std::string key = "e2e-kill-" + std::to_string(getpid());
+  auto d1 = std::make_unique<Seqpointd>(dir, std::vector<std::string>{}, "first.log");
+  REQUIRE(d1->Ready());
+  Child w(key, {Workload(), "--wait", "--loop", "--work-us", "1000", "--seq-lens", "8,16,32"});
+  REQUIRE(WaitFor([&] { return d1->Show(key).is_object(); }));
+  w.SendLine();  // starts the loop
+  REQUIRE(WaitFor([&] {
+    json s = d1->Show(key);
+    return s.is_object() && s["run"]["iterations"] >= 300;
+  }));
+  int64_t run_id = d1->Show(key)["run"]["id"];
+  d1->Signal(SIGKILL);
+  CHECK(d1->Wait() == 128 + SIGKILL);
+  d1.reset();
+  Seqpointd d2(dir, {}, "second.log");
+  REQUIRE(d2.Ready());
+  uint64_t resumed_at = 0;
+  REQUIRE(WaitFor([&] {
+    json s = d2.Show(key);
+    if (!s.is_object()) return false;
+    resumed_at = s["run"]["iterations"];
+    return s["run"]["id"] == run_id && s["run"]["max_iter"] > 0 && s["run"]["unobserved"] > 0;
+  }));
+  REQUIRE(WaitFor([&] { return d2.Show(key)["run"]["iterations"] > resumed_at + 100; }));
+  w.SendLine();  // the loop ends
+  w.Wait();
+  json run = d2.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d2.Log());
+  CHECK(run["id"] == run_id);
+  CHECK(run["state"] == "finished");
+  CHECK(run["iterations"].get<uint64_t>() + run["unobserved"].get<uint64_t>() ==
+        run["max_iter"].get<uint64_t>() + 1);
+}

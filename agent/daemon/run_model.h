@@ -1,0 +1,98 @@
+// The daemon's picture of a run, as stored (store.h), served (control, /metrics) and uploaded.
+// A run is the ranks of one training job on this node, grouped by runs.group_by; its key is the
+// grouping value (e.g. the SEQPOINT_RUN_ID of its processes). Plain values, copied freely.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace seqpoint::daemon {
+
+enum class RunState {
+  kActive,    // processes are being watched
+  kFinished,  // every process exited normally, or left no trace for runs.idle_timeout_s
+  kCrashed,   // a process died of a signal or a non-zero exit
+};
+std::string_view RunStateName(RunState s);
+RunState ParseRunState(std::string_view s);  // unknown reads as kFinished
+
+struct RunRecord {
+  int64_t id = 0;   // store row id, stable across restarts
+  std::string key;  // grouping value, unique among runs of this node
+  RunState state = RunState::kActive;
+  std::string end_reason;  // "exited", "signal 9 (pid 123)", "idle", ...
+  int64_t started_unix_ns = 0;
+  int64_t updated_unix_ns = 0;
+  int64_t ended_unix_ns = 0;  // 0 while active
+  std::vector<int32_t> pids;  // processes seen in this run
+  uint64_t iterations = 0;    // iterations observed (begin + end)
+  uint64_t max_iter = 0;      // highest iteration index seen
+  uint64_t unobserved = 0;    // iteration indices skipped (daemon down, lost events)
+};
+
+// Exact-SL histogram: count of observed iterations per padded sequence length, with the
+// per-iteration cheap metric (time) summed so the cost of an SL can be read back.
+struct HistogramBin {
+  uint32_t seq_len = 0;
+  uint64_t count = 0;
+  double time_ns_sum = 0;
+};
+
+// Iterations of a run are numbered in arrival order across its processes (the run's ordinal,
+// what the selector sees); users see the process's own iteration index and its pid.
+struct SeqPointRecord {
+  uint64_t iter = 0;            // representative iteration (the process's own index)
+  std::vector<uint64_t> iters;  // every iteration measured for this point
+  std::vector<int32_t> pids;    // process of each of iters
+  uint32_t seq_len = 0;
+  double weight = 0;                // iterations it stands for
+  uint32_t bin_lo = 0, bin_hi = 0;  // SL range it covers
+};
+
+struct Measurement {
+  uint64_t ordinal = 0;  // the run's iteration number (selector's view)
+  int32_t pid = 0;
+  uint64_t iter = 0;  // the process's iteration index
+  uint32_t seq_len = 0;
+  uint32_t batch = 0;
+  std::string metric;
+  std::string unit;
+  double value = 0;
+};
+
+// A metric's whole-run projection with its 95% interval; `actual` is the total measured on
+// every iteration (cheap metrics only, NaN otherwise): their gap is the live self-check.
+struct Projection {
+  std::string metric;
+  std::string unit;
+  double total = 0, low = 0, high = 0;
+  double actual = std::numeric_limits<double>::quiet_NaN();
+  uint64_t measured = 0;  // iterations whose measurement fed this projection
+};
+
+// One iteration as the selector was fed it, in order: replaying these rebuilds the selector's
+// exact state after a restart (the online selector is deterministic). Once a run's selector can
+// no longer measure (its count budget is spent), the order no longer matters (only the
+// histogram and the samples do), so iterations are then logged aggregated: `repeat` iterations
+// of one (pid, seq_len, batch) with their summed tokens. That keeps the log at the budget phase
+// plus a few entries per flush, whatever the run's length.
+struct IterationLogEntry {
+  int32_t pid = 0;
+  uint32_t seq_len = 0;
+  uint64_t iter = 0;  // the (last) iteration index
+  uint32_t batch = 0;
+  uint32_t repeat = 0;  // 0 or 1: one iteration; n > 1: n iterations, tokens summed
+  double tokens = 0;
+};
+static_assert(sizeof(IterationLogEntry) == 32, "iteration log record layout is on disk");
+
+struct RunSnapshot {
+  RunRecord run;
+  std::vector<HistogramBin> histogram;
+  std::vector<SeqPointRecord> seqpoints;
+  std::vector<Projection> projections;
+};
+
+}  // namespace seqpoint::daemon
