@@ -12,14 +12,14 @@
 # daemon's VmHWM (peak) and VmRSS at the end. Accuracy: the projection of iteration time and of
 # perf:task-clock from the SeqPoints alone, against the trainer's own totals of time_ns and
 # task_clock_ns (its in-process perf counters) over every iteration.
-# Environment: SEQPOINT_BUILD (default build-agent), SEQPOINT_TRAIN, CORPUS, MODEL (gru),
+# Environment: SEQPOINT_BUILD (default build), SEQPOINT_TRAIN, CORPUS, MODEL (gru),
 # THREADS (2), BUDGET (runs.budget, default 64), FRACTION (runs.budget_fraction, default 0).
 set -euo pipefail
 
 pairs="${1:-6}"
 iterations="${2:-300}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${SEQPOINT_BUILD:-$root/build-agent}"
+build="${SEQPOINT_BUILD:-$root/build}"
 seqpointd="$build/agent/daemon/seqpointd"
 seqpoint="$build/agent/cli/seqpoint"
 train="${SEQPOINT_TRAIN:-}"

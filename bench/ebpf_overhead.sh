@@ -11,7 +11,7 @@
 # --trace, so start-up (corpus loading) does not dilute the ratio. Pairs alternate their order (off-on,
 # on-off, ...) to cancel drift. Prints each pair's ratio on/off and the median, and checks that
 # the trace `seqpoint probe` captured has the trainer's iterations with the same seq_len.
-# Environment: SEQPOINT_BUILD (build dir with agent/cli/seqpoint; default build-ebpf),
+# Environment: SEQPOINT_BUILD (build dir with agent/cli/seqpoint; default build),
 # SEQPOINT_TRAIN (trainer binary; default the first build-*/examples/seqpoint-train),
 # CORPUS (default ende_fillets.tsv next to the trainer), MODEL (gru), THREADS (2),
 # PROBE_ARGS (extra `seqpoint probe` arguments, e.g. "--preset torch-cpu-adam" to measure the
@@ -23,7 +23,7 @@ set -euo pipefail
 pairs="${1:-6}"
 iterations="${2:-300}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${SEQPOINT_BUILD:-$root/build-ebpf}"
+build="${SEQPOINT_BUILD:-$root/build}"
 seqpoint="$build/agent/cli/seqpoint"
 train="${SEQPOINT_TRAIN:-}"
 if [ -z "$train" ]; then

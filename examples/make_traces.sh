@@ -23,7 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 corpora="${SEQPOINT_CORPORA:-}"
 if [ -z "$corpora" ]; then
-  for candidate in "$here/../build-examples/examples/corpora" "$here/../build/examples/corpora"; do
+  for candidate in "$here/../build/examples/corpora" "$here/../build-examples/examples/corpora"; do
     if [ -f "$candidate/ende_fillets.tsv" ]; then corpora="$candidate"; break; fi
   done
 fi

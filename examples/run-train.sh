@@ -36,8 +36,8 @@ fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${SEQPOINT_TRAIN:-}"
 if [ -z "$bin" ]; then
-  for candidate in "$here/seqpoint-train" "$here/../build-examples/examples/seqpoint-train" \
-                   "$here/../build/examples/seqpoint-train"; do
+  for candidate in "$here/seqpoint-train" "$here/../build/examples/seqpoint-train" \
+                   "$here/../build-examples/examples/seqpoint-train"; do
     if [ -x "$candidate" ]; then bin="$candidate"; break; fi
   done
 fi

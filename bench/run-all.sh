@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every benchmark, one command: bench/run-all.sh [BUILD_DIR] [--with-traces]
+# Each benchmark prints its figures with a baseline measured in the same run. Root is needed
+# for the eBPF and agent benchmarks (skipped otherwise). --with-traces also makes the 12 real
+# training traces (about 30 minutes on 2 cores) and prints the accuracy table; run it on an
+# otherwise idle machine, since timings are the product.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+traces=0
+[ "${2:-}" = "--with-traces" ] && traces=1
+cmake --build "$build" -j "$(nproc)" >/dev/null || { echo "run-all: build failed" >&2; exit 1; }
+section() { printf '\n===== %s =====\n' "$*"; }
+root=0
+[ "$(id -u)" = 0 ] && root=1
+
+section "selector: ingest, selection time and memory (10^6, 10^7 iterations)"
+"$build/bench/selector_bench"
+section "trace scale: select on 10^8 rows"
+bench/trace_scale.sh 100000000 "$build"
+section "firmware-shim: one gpu_metrics read"
+"$build/bench/firmware_shim_bench" "$PWD"
+section "collectors: begin+end per collector"
+"$build/bench/collectors_bench" "$PWD" "$build/collectors/libseqpoint_fake_nvml.so"
+[ -x "$build/bench/collectors_papi_bench" ] && "$build/bench/collectors_papi_bench"
+if [ $root = 1 ]; then
+  section "ebpf: probe hit cost, ring buffer throughput, hook latency"
+  "$build/bench/ebpf_probe_bench" 5
+  section "ebpf: trainer slowdown with probes attached (paired)"
+  SEQPOINT_BUILD="$build" bench/ebpf_overhead.sh
+  section "agent: CPU, RSS and trainer slowdown with seqpointd watching (paired)"
+  SEQPOINT_BUILD="$build" THREADS=1 bench/agent_overhead.sh 6 300
+  section "node cost: package size, agent CPU/RSS idle and busy"
+  packaging/measure-node-cost.sh "$build" 60 2
+else
+  echo "run-all: not root: eBPF and agent benchmarks skipped"
+fi
+if [ $traces = 1 ]; then
+  section "accuracy on real training (12 traces)"
+  out=$(mktemp -d /tmp/seqpoint-traces.XXXXXX)
+  SEQPOINT_TRAIN="$build/examples/seqpoint-train" SEQPOINT_CORPORA="$build/examples/corpora" \
+    examples/make_traces.sh "$out" 5000
+  bench/accuracy.py "$out" --seqpoint "$build/agent/cli/seqpoint"
+fi
