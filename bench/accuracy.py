@@ -57,10 +57,17 @@ def main():
         sys.exit(f"no *_t2_run1.csv traces in {a.trace_dir}: run examples/make_traces.sh first")
     budget = ["--budget-fraction", a.budget_fraction]
     rows, off_err, on_err, sp_err, noise, first_err, stride_err, rand_err = [], [], [], [], [], [], [], []
+    t1_errs, t1_on_errs = [], []
     for run1 in runs:
         name = os.path.basename(run1)[: -len("_t2_run1.csv")]
         run2 = run1.replace("_run1.csv", "_run2.csv")
         t1 = run1.replace("_t2_", "_t1_")
+        t1_off = t1_on = None
+        if os.path.exists(t1):
+            t1_off = evaluate(a.seqpoint, t1, budget)["metrics"]["time_ns"]["error_pct"]
+            t1_on = evaluate(a.seqpoint, t1, budget + ["--online"])["metrics"]["time_ns"]["error_pct"]
+            t1_errs.append(t1_off)
+            t1_on_errs.append(t1_on)
         off = evaluate(a.seqpoint, run1, budget)
         on = evaluate(a.seqpoint, run1, budget + ["--online"])
         m_off, m_on = off["metrics"]["time_ns"], on["metrics"]["time_ns"]
@@ -81,23 +88,27 @@ def main():
         first_err.append(b["first_n"])
         stride_err.append(b["uniform_stride"])
         rand_err.append(b["random_median_abs"])
-        rows.append((name, off["iterations"], off["measured"], m_off, m_on, b, sp, nz))
+        rows.append((name, off["iterations"], off["measured"], m_off, m_on, b, sp, nz, t1_off, t1_on))
     print(f"SeqPoint accuracy on real libtorch training (budget {a.budget_fraction} of iterations)\n")
     print("| workload | iterations | measured | offline error % (95% interval covers) | online error % | "
-          "first-N % | uniform stride % | random median abs % | run-to-run noise % | speedup actual | speedup error % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, n, meas, mo, mn, b, sp, nz in rows:
+          "first-N % | uniform stride % | random median abs % | run-to-run noise % | speedup actual | speedup error % | "
+          "1-thread offline % | 1-thread online % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, n, meas, mo, mn, b, sp, nz, t1o, t1n in rows:
         cov = "yes" if mo["covered"] else "no"
         sp_a = f"{sp['actual']:.3f}" if sp else "-"
         sp_e = f"{sp['error_pct']:+.3f}" if sp else "-"
         nz_s = f"{nz:+.2f}" if nz is not None else "-"
         print(f"| {name} | {n} | {meas} (1/{n / max(meas, 1):.0f}) | {mo['error_pct']:+.3f} ({cov}) | "
               f"{mn['error_pct']:+.3f} | {b['first_n']:+.2f} | {b['uniform_stride']:+.2f} | "
-              f"{b['random_median_abs']:.2f} | {nz_s} | {sp_a} | {sp_e} |")
+              f"{b['random_median_abs']:.2f} | {nz_s} | {sp_a} | {sp_e} | "
+              f"{'-' if t1o is None else f'{t1o:+.3f}'} | {'-' if t1n is None else f'{t1n:+.3f}'} |")
     print(f"| **geomean of abs** | | | {geomean(off_err):.3f} | {geomean(on_err):.3f} | {geomean(first_err):.2f} | "
           f"{geomean(stride_err):.2f} | {geomean(rand_err):.2f} | {geomean(noise) if noise else float('nan'):.2f} | | "
-          f"{geomean(sp_err) if sp_err else float('nan'):.3f} |")
-    print(f"\nonline / offline error ratio (geomean): {geomean(on_err) / geomean(off_err):.2f}")
+          f"{geomean(sp_err) if sp_err else float('nan'):.3f} | "
+          f"{geomean(t1_errs) if t1_errs else float('nan'):.3f} | {geomean(t1_on_errs) if t1_on_errs else float('nan'):.3f} |")
+    print(f"\nonline / offline error ratio (geomean): {geomean(on_err) / geomean(off_err):.2f} (2 threads), "
+          f"{geomean(t1_on_errs) / geomean(t1_errs) if t1_errs else float('nan'):.2f} (1 thread)")
 
 
 if __name__ == "__main__":

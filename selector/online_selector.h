@@ -4,8 +4,8 @@
 //
 // Invariants:
 //  - Never exceeds the budget: after t iterations, measured <= min(budget_count,
-//    floor(budget_fraction * t)) for whichever caps are set, at every t. A count budget is
-//    also paced (budget * t / (t + pacing)), since the run's length is not known.
+//    floor(budget_fraction * t)) for whichever caps are set, at every t. A count budget may
+//    also be paced (budget * t / (t + pacing)), since the run's length is not known.
 //  - Re-bins as the SL distribution grows or drifts (at doubling points of the iteration count,
 //    every rebin_every iterations, and when an SL outside the binned range arrives). Samples are
 //    kept by SL, not by bin, so earlier measurements stay useful after re-binning: each is
@@ -29,9 +29,11 @@ namespace seqpoint::selector {
 
 struct OnlineOptions {
   uint64_t budget_count = 0;     // at most this many measured iterations (0: no count cap)
-  // A count budget is released as budget * t / (t + pacing_iterations) so that it lasts the
-  // run (0: all of it at once).
-  uint64_t pacing_iterations = 1000;
+  // When set, a count budget is released as budget * t / (t + pacing_iterations), so that it
+  // lasts a run of unknown length and later drift in iteration cost is sampled too. It then
+  // approaches but never reaches the whole budget. 0 (the default): all of it at once, so a
+  // budget is spent and its run's state can be aggregated (seqpointd relies on that).
+  uint64_t pacing_iterations = 0;
   double budget_fraction = 0;    // at most this fraction of iterations so far (0: no cap)
   double target_error_pct = 0.5; // cost-proxy representative error the bins aim at
   uint32_t max_bins = 256;

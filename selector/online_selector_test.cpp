@@ -93,6 +93,7 @@ TEST_CASE("online: a count budget is paced over the run, and Current() changes n
   auto r = MakeRun(20000, 13);
   OnlineOptions o;
   o.budget_count = 100;
+  o.pacing_iterations = 1000;
   auto a = OnlineSelector::Create(o);
   auto b = OnlineSelector::Create(o);
   REQUIRE(a.ok());
