@@ -26,12 +26,7 @@ Selection SelectOffline(const testing::Run& r, const OfflineOptions& o) {
 }
 
 MetricProjection Project(const testing::Run& r, const Selection& s) {
-  std::vector<std::vector<Observation>> obs;
-  for (const auto& p : s.points) {
-    obs.emplace_back();
-    for (uint64_t it : p.iters) obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
-  }
-  auto m = ProjectMetric(s, obs);
+  auto m = ProjectMetric(s, testing::ObservationsOf(r, s));
   REQUIRE(m.ok());
   return *m;
 }

@@ -14,12 +14,7 @@ namespace {
 
 MetricProjection ProjectOnline(const testing::Run& r, OnlineSelector& sel) {
   Selection s = sel.Current();
-  std::vector<std::vector<Observation>> obs;
-  for (const auto& p : s.points) {
-    obs.emplace_back();
-    for (uint64_t it : p.iters) obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
-  }
-  auto m = ProjectMetric(s, obs);
+  auto m = ProjectMetric(s, testing::ObservationsOf(r, s));
   REQUIRE(m.ok());
   return *m;
 }

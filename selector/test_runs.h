@@ -9,6 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "selector/projection.h"
+#include "selector/sl_histogram.h"
+
 namespace seqpoint::selector::testing {
 
 struct Run {
@@ -35,6 +38,16 @@ inline Run MakeRun(size_t n, uint64_t seed, double noise = 0.05, double c2 = 0.0
     r.total += t;
   }
   return r;
+}
+
+// The observations a selection would collect on `r`: each point's iterations' (cost, time).
+inline std::vector<std::vector<Observation>> ObservationsOf(const Run& r, const Selection& s) {
+  std::vector<std::vector<Observation>> obs;
+  for (const auto& p : s.points) {
+    obs.emplace_back();
+    for (uint64_t it : p.iters) obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
+  }
+  return obs;
 }
 
 }  // namespace seqpoint::selector::testing
