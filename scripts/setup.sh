@@ -18,7 +18,7 @@ PKGS=(
   # training workload
   libtorch-dev libopenblas0-pthread python3-torch xz-utils
   # packaging
-  dpkg-dev fakeroot file time man-db shellcheck
+  dpkg-dev fakeroot file time man-db shellcheck adduser init-system-helpers
 )
 
 SUDO=""
