@@ -12,9 +12,11 @@ PKGS=(
   libpapi-dev papi-tools librocm-smi-dev
   # agent
   libboost-dev libboost-system-dev libtomlplusplus-dev libsqlite3-dev sqlite3 nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler libsnappy-dev
+  libprotobuf-dev protobuf-compiler libsnappy-dev libssl-dev
   # tests
   doctest-dev prometheus python3 systemd util-linux iproute2 procps curl
+  # tests of the TLS upload: certificates (openssl CLI), Prometheus basic_auth_users hashes
+  openssl python3-bcrypt
   # training workload
   libtorch-dev libopenblas0-pthread python3-torch xz-utils
   # packaging

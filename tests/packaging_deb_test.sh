@@ -105,7 +105,7 @@ log "built $(basename "$deb1") ($(du -k "$deb1" | cut -f1) KiB) and $(basename "
 [ "$(dpkg-deb -f "$deb1" Version)" = "$version~pkgtest1" ] || fail "package version"
 depends=$(dpkg-deb -f "$deb1" Depends)
 log "Depends: $depends"
-for dep in libc6 libstdc++6 libsqlite3-0 adduser init-system-helpers; do
+for dep in libc6 libstdc++6 libsqlite3-0 libssl adduser init-system-helpers; do
   grep -q "$dep" <<<"$depends" || fail "Depends lacks $dep (dpkg-shlibdeps or CPACK_DEBIAN_PACKAGE_DEPENDS)"
 done
 if grep -q 'SEQPOINT_HAVE_EBPF 1' "$bin/generated/seqpoint/features.h"; then

@@ -122,15 +122,42 @@ void PrintProjections(const json& show) {
                     100 * (D(p["total"]) - D(p["actual"])) / D(p["actual"]));
       error = buf;
     }
-    std::printf("  %-22s %12s %27s %12s %8s\n", metric.c_str(), Value(D(p["total"]), unit).c_str(),
-                interval.c_str(), Value(D(p["actual"]), unit).c_str(), error.c_str());
+    const bool perturbed = p.value("perturbed", false);
+    std::printf("  %-22s %12s %27s %12s %8s%s\n", metric.c_str(),
+                Value(D(p["total"]), unit).c_str(), interval.c_str(),
+                Value(D(p["actual"]), unit).c_str(), error.c_str(), perturbed ? "  PERTURBED" : "");
   }
-  if (show.contains("self_check")) {
-    const json& c = show["self_check"];
+  // Older daemons send only the time self-check.
+  json checks = show.value("self_checks", json::object());
+  if (checks.empty() && show.contains("self_check")) checks["time_ns"] = show["self_check"];
+  for (const auto& [metric, c] : checks.items()) {
     std::printf(
-        "\nself-check: iteration time projected from the SeqPoints vs measured on every "
-        "iteration: %+.2f%% (%s the 95%% interval)\n",
-        100 * D(c["error"]), c["within_interval"].get<bool>() ? "inside" : "OUTSIDE");
+        "\nself-check: %s projected from the SeqPoints vs measured on every iteration: "
+        "%+.2f%% (%s the 95%% interval)",
+        metric == "energy_uj" ? "energy" : "iteration time", 100 * D(c["error"]),
+        c["within_interval"].get<bool>() ? "inside" : "OUTSIDE");
+    if (D(c.value("observer_ratio", json(1.0))) > 1) {
+      std::printf("; corrected for the observer effect (x%.2f), %s added by measuring",
+                  D(c["observer_ratio"]), Value(D(c["observer_excess"]), c["unit"]).c_str());
+    }
+    std::printf("\n");
+  }
+  if (show.contains("observer_effect") && show["observer_effect"]["all"]["pairs"] > 0) {
+    const json& o = show["observer_effect"];
+    std::printf(
+        "observer effect: collector-measured iterations take %.2fx [%.2f, %.2f] the time "
+        "of the controls (%llu pairs)%s\n",
+        D(o["all"]["ratio"]), D(o["all"]["low"]), D(o["all"]["high"]),
+        static_cast<unsigned long long>(o["all"]["pairs"].get<uint64_t>()),
+        o["flagged"].get<bool>() ? ": MEASURING PERTURBS THE TRAINING" : "");
+    for (const auto& g : o["groups"]) {
+      if (!g["flagged"].get<bool>()) continue;
+      std::printf("  %s: %.2fx [%.2f, %.2f]\n", g["group"].get<std::string>().c_str(),
+                  D(g["ratio"]), D(g["low"]), D(g["high"]));
+    }
+    for (const auto& c : o["dropped_collectors"]) {
+      std::printf("  collector %s dropped for this run\n", c.get<std::string>().c_str());
+    }
   }
 }
 
@@ -153,6 +180,12 @@ void RenderStatus(const json& s) {
                 static_cast<unsigned long long>(src["events"].get<uint64_t>()),
                 static_cast<unsigned long long>(src["lost"].get<uint64_t>()),
                 static_cast<unsigned long long>(src["anomalies"].get<uint64_t>()));
+    for (const auto& p : src.value("attached", json::array())) {
+      std::printf("            pid %lld (%s): %s%s\n",
+                  static_cast<long long>(p["pid"].get<int64_t>()),
+                  p["comm"].get<std::string>().c_str(), p["probe"].get<std::string>().c_str(),
+                  p["run_started"].get<bool>() ? "" : ", no iteration yet (no run)");
+    }
   } else {
     std::printf("  probes    NONE: %s\n", s.value("source_error", std::string("-")).c_str());
   }
@@ -166,6 +199,16 @@ void RenderStatus(const json& s) {
                 static_cast<unsigned long long>(c["failed"].get<uint64_t>()),
                 D(c["cost_us"]) / 1000, c["last_error"].get<std::string>().empty() ? "" : ": ",
                 c["last_error"].get<std::string>().c_str());
+  }
+  if (s.contains("energy") && s["energy"]["source"].is_string()) {
+    const json& e = s["energy"];
+    std::printf("  energy    %s, every %lld ms: %llu reads, %llu failed\n",
+                e["description"].get<std::string>().c_str(),
+                static_cast<long long>(e["interval_ms"].get<int64_t>()),
+                static_cast<unsigned long long>(e["reads"].get<uint64_t>()),
+                static_cast<unsigned long long>(e["failures"].get<uint64_t>()));
+  } else if (s.contains("energy")) {
+    std::printf("  energy    per iteration: %s\n", s["energy"].value("error", "-").c_str());
   }
   if (s["upload"].is_object()) {
     const json& u = s["upload"];
@@ -205,6 +248,15 @@ void RenderRuns(const json& j) {
 
 void RenderShow(const json& s) {
   PrintRunHeader(s["run"]);
+  if (s.contains("probes")) {  // active runs: how each live process is probed
+    for (const auto& p : s["probes"]) {
+      std::printf("  pid %lld: %s\n", static_cast<long long>(p["pid"].get<int64_t>()),
+                  p["probe"].get<std::string>().c_str());
+      if (!p["detail"].get<std::string>().empty()) {
+        std::printf("    %s\n", p["detail"].get<std::string>().c_str());
+      }
+    }
+  }
   PrintHistogram(s["histogram"]);
   PrintSeqPoints(s["seqpoints"]);
   PrintProjections(s);

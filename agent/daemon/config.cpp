@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "agent/daemon/config_validate.h"
+#include "agent/daemon/config_zero_code.h"
+#include "agent/daemon/config_zero_code_toml.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -141,8 +143,22 @@ const std::vector<KeySpec>& Specs() {
           "a run whose processes are all gone for this long is closed as finished"),
       Int("runs.history_retention_days", &DaemonConfig::history_retention_days, 1, 36500,
           "days of per-SL-bin cost history kept (efficiency over time)"),
+      Int("runs.energy_sample_interval_ms", &DaemonConfig::run_energy_sample_interval_ms, 0, 10000,
+          "energy on every iteration: the counter of collectors.energy.sources is read this "
+          "often and interpolated at the iterations' timestamps (resolution ~ this interval); "
+          "0: energy on SeqPoints only"),
+      Int("runs.observer_effect_control_every", &DaemonConfig::run_observer_control_every, 0, 1000,
+          "one in this many chosen iterations is a control: timed, measured by no collector, so "
+          "that the slowdown measuring causes can be told from drift (0 or 1: no controls, no "
+          "observer-effect check)"),
+      Dbl("runs.observer_effect_threshold_pct", &DaemonConfig::run_observer_threshold_pct, 0, 1000,
+          "flag a run whose collector-measured iterations are slower than the control "
+          "iterations by more than this (lower end of the 95% interval of the median ratio)"),
+      Str("runs.observer_effect_action", &DaemonConfig::run_observer_action,
+          "flag: warn and mark projections perturbed; drop: also stop the collectors blamed, "
+          "for the rest of that run"),
       Str("upload.url", &DaemonConfig::upload_url,
-          "Prometheus remote-write URL (http://host:port/path); empty: no upload"),
+          "Prometheus remote-write URL (http:// or https://host:port/path); empty: no upload"),
       Int("upload.interval_s", &DaemonConfig::upload_interval_s, 1, 86400,
           "projections are sampled into the spool this often"),
       Int("upload.timeout_s", &DaemonConfig::upload_timeout_s, 1, 600, "one remote-write request"),
@@ -172,12 +188,61 @@ const std::vector<KeySpec>& Specs() {
          }
          return Status::Ok();
        }},
+      Str("upload.tls_ca_file", &DaemonConfig::upload_tls_ca_file,
+          "https: CA bundle (PEM) trusted in addition to the system store (/etc/ssl/certs),\n"
+          "# e.g. your private CA; empty: the system store only"),
+      Str("upload.tls_cert_file", &DaemonConfig::upload_tls_cert_file,
+          "https: client certificate (PEM) for endpoints that require mutual TLS, with\n"
+          "# tls_key_file; reloaded when the file changes"),
+      Str("upload.tls_key_file", &DaemonConfig::upload_tls_key_file,
+          "https: the client certificate's private key (PEM, unencrypted; readable by the\n"
+          "# agent's user only)"),
+      Str("upload.tls_server_name", &DaemonConfig::upload_tls_server_name,
+          "https: name the endpoint's certificate must carry, also sent as SNI; empty: the\n"
+          "# host of upload.url"),
+      {"upload.tls_insecure_skip_verify", "boolean",
+       "https: do not verify the endpoint's certificate at all (anyone on the path can read "
+       "and\n# change the upload; logged as a warning at every start and reload). Tests only",
+       [](const DaemonConfig& c) {
+         return std::string(c.upload_tls_insecure_skip_verify ? "true" : "false");
+       },
+       [](const toml::node& n, DaemonConfig& c) {
+         if (!n.is_boolean()) return InvalidArgument("must be true or false");
+         c.upload_tls_insecure_skip_verify = **n.as_boolean();
+         return Status::Ok();
+       }},
+      Str("upload.bearer_token_file", &DaemonConfig::upload_bearer_token_file,
+          "file holding a token sent as \"Authorization: Bearer <token>\" (hosted Mimir, "
+          "Grafana Cloud,\n# ...); read before every request, so a rotated token needs no reload"),
+      Str("upload.basic_auth_user", &DaemonConfig::upload_basic_auth_user,
+          "HTTP basic auth user (with basic_auth_password_file); not with bearer_token_file"),
+      Str("upload.basic_auth_password_file", &DaemonConfig::upload_basic_auth_password_file,
+          "file holding the basic auth password (trailing newline ignored); read before\n"
+          "# every request"),
       Int("probes.discover_interval_ms", &DaemonConfig::probes_discover_interval_ms, 100, 600000,
           "how often new training processes are sought"),
       Int("probes.poll_interval_ms", &DaemonConfig::probes_poll_interval_ms, 10, 60000,
           "batched iteration records are read at least this often (hooked ones at once)"),
       Int("probes.ring_buffer_kib", &DaemonConfig::probes_ring_buffer_kib, 4, 1 << 20,
           "ring buffer for iteration events (a power of two)"),
+      {"probes.zero_code", "array of strings",
+       "zero-code probes enabled by preset name, for jobs that do not mark their iterations\n"
+       "# (uprobes on a library function whose argument is the SL). miopen-rnn, cudnn-rnn: a "
+       "few\n# uprobe hits per iteration (~3 us each), on by default. Opt-in: rocblas-gemm, "
+       "cublas-gemm\n# (one hit per GEMM call: hundreds to thousands per iteration), "
+       "torch-cpu-adam, torch-cpu-sgd\n# (one per BLAS sgemm_ call, ~2% CPU). A process with "
+       "the seqpoint USDT provider uses only\n# that; any other gets the first probe whose "
+       "libraries it maps (custom ones first,\n# by name)",
+       [](const DaemonConfig& c) { return ZeroCodePresetNamesToml(c.probes_zero_code); },
+       [](const toml::node& n, DaemonConfig& c) {
+         return SetZeroCodePresetNames(n, &c.probes_zero_code);
+       }},
+      {"probes.zero_code_custom", "table of tables",
+       "zero-code probes of your own, enabled when defined: one table each,\n"
+       "# [probes.zero_code_custom.NAME] (NAME: letters, digits, _ and -) with the keys below",
+       [](const DaemonConfig&) { return std::string("{}"); },  // none by default
+       // Parsed by ParseZeroCodeCustom (ParseConfig), which names the line of each field.
+       [](const toml::node&, DaemonConfig&) { return Status::Ok(); }},
   };
   return specs;
 }
@@ -266,7 +331,12 @@ std::string DaemonConfig::StateDbPath() const { return state_dir + "/state.db"; 
 std::vector<ConfigKeyDoc> ConfigKeys() {
   DaemonConfig defaults;
   std::vector<ConfigKeyDoc> out;
-  for (const KeySpec& s : Specs()) out.push_back({s.key, s.type, s.get(defaults), s.doc});
+  for (const KeySpec& s : Specs()) {
+    out.push_back({s.key, s.type, s.get(defaults), s.doc});
+    if (s.key == "probes.zero_code_custom") {
+      for (const ConfigKeyDoc& f : ZeroCodeCustomKeyDocs()) out.push_back(f);
+    }
+  }
   for (const auto& k : collectors::CollectorConfigKeys()) {
     out.push_back({k.key, k.type, k.default_value, k.doc});
   }
@@ -305,6 +375,11 @@ Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source)
     }
     for (const auto& [key, value] : *table) {
       std::string full = section_name + "." + std::string(key.str());
+      if (full == "probes.zero_code_custom") {  // a table of tables: errors name the field's line
+        SEQPOINT_RETURN_IF_ERROR(
+            ParseZeroCodeCustom(value, source, &config.probes_zero_code_custom));
+        continue;
+      }
       const KeySpec* spec = nullptr;
       for (const KeySpec& s : Specs()) {
         if (s.key == full) spec = &s;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectors/collector_config.h"
+#include "collectors/ebpf/zero_code_probe.h"
 #include "common/status.h"
 
 namespace seqpoint::daemon {
@@ -45,6 +46,13 @@ struct DaemonConfig {
   int64_t run_warmup_iterations = 10;    // iterations skipped before selection starts
   int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
   int64_t history_retention_days = 365;  // bin-cost history kept for efficiency-over-time
+  // Energy on every iteration: the energy counter (collectors.energy.sources) is read this
+  // often; an iteration's energy is interpolated at its probe timestamps (0: energy only on
+  // SeqPoints, by the energy collector).
+  int64_t run_energy_sample_interval_ms = 50;
+  int64_t run_observer_control_every = 4;    // one chosen iteration in N: timed, no collectors
+  double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
+  std::string run_observer_action = "flag";  // flag | drop (the blamed collectors, per run)
 
   // [upload]
   std::string upload_url;                     // Prometheus remote-write URL (http://); empty: off
@@ -55,11 +63,26 @@ struct DaemonConfig {
   int64_t upload_spool_max_bytes = 64 << 20;  // bounded spool: oldest batches dropped beyond
   int64_t upload_batch_max_samples = 2000;    // samples per spooled batch
   std::map<std::string, std::string> upload_labels;  // extra labels on every series
+  // https:// (upload_security.h): the endpoint is verified against the system CA store plus
+  // tls_ca_file, for the URL's host or tls_server_name; optional client certificate (mTLS).
+  std::string upload_tls_ca_file;      // extra CA bundle (PEM); empty: the system store only
+  std::string upload_tls_cert_file;    // client certificate (PEM), with tls_key_file
+  std::string upload_tls_key_file;     // its private key (PEM, unencrypted)
+  std::string upload_tls_server_name;  // name to verify and send as SNI; empty: the URL's host
+  bool upload_tls_insecure_skip_verify = false;  // no certificate check at all (warned in log)
+  // Credentials, read from files before each request (never logged): one of the two kinds.
+  std::string upload_bearer_token_file;         // "Authorization: Bearer <file contents>"
+  std::string upload_basic_auth_user;           // HTTP basic auth user, with the password file
+  std::string upload_basic_auth_password_file;  // its password
 
   // [probes]
   int64_t probes_discover_interval_ms = 2000;  // how often new training processes are sought
   int64_t probes_poll_interval_ms = 1000;      // batched end records are read at least this often
   int64_t probes_ring_buffer_kib = 1024;       // ring buffer for iteration events (64 B each)
+  // Zero-code probes (config_zero_code.h): presets enabled by name (the RNN ones: a few uprobe
+  // hits per iteration; GEMM presets are opt-in, one hit per GEMM call), and custom probes.
+  std::vector<std::string> probes_zero_code = {"miopen-rnn", "cudnn-rnn"};
+  std::vector<ebpf::ZeroCodeProbe> probes_zero_code_custom;  // [probes.zero_code_custom.NAME]
 
   // [collectors]: keys collectors.<name>.<field>, owned by collectors/collector_config.h.
   collectors::CollectorConfig collectors;

@@ -3,6 +3,9 @@
 #include <cctype>
 #include <charconv>
 
+#include "agent/daemon/config_zero_code.h"
+#include "agent/daemon/upload_security.h"
+
 namespace seqpoint::daemon {
 
 Result<HostPort> ParseHostPort(std::string_view text) {
@@ -33,19 +36,28 @@ Result<HostPort> ParseHostPort(std::string_view text) {
 }
 
 Result<HttpUrl> ParseHttpUrl(std::string_view text) {
-  constexpr std::string_view kScheme = "http://";
-  if (text.substr(0, 8) == "https://") {
-    return Unsupported("'" + std::string(text) +
-                       "': https is not supported by seqpointd; point it at a local http "
-                       "endpoint (e.g. a Prometheus agent or TLS-terminating proxy)");
+  HttpUrl url;
+  std::string_view rest;
+  if (size_t scheme_end = text.find("://");
+      scheme_end != std::string_view::npos &&
+      text.substr(0, text.find('/', scheme_end + 3)).find('@') != std::string_view::npos) {
+    // Never echo the URL here: it holds a secret.
+    return InvalidArgument(
+        "the URL holds credentials (user:password@), which would be logged; remove them and set "
+        "upload.basic_auth_user and upload.basic_auth_password_file (or "
+        "upload.bearer_token_file)");
   }
-  if (text.substr(0, kScheme.size()) != kScheme) {
-    return InvalidArgument("'" + std::string(text) + "' is not an http:// URL");
+  if (text.substr(0, 7) == "http://") {
+    rest = text.substr(7);
+  } else if (text.substr(0, 8) == "https://") {
+    rest = text.substr(8);
+    url.tls = true;
+    url.port = 443;
+  } else {
+    return InvalidArgument("'" + std::string(text) + "' is not an http:// or https:// URL");
   }
-  std::string_view rest = text.substr(kScheme.size());
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  HttpUrl url;
   if (slash != std::string_view::npos) url.target = std::string(rest.substr(slash));
   if (authority.empty()) return InvalidArgument("'" + std::string(text) + "' has no host");
   bool has_port = authority.back() != ']' && authority.find(':') != std::string_view::npos;
@@ -88,6 +100,10 @@ Status ValidateConfig(const DaemonConfig& c) {
   }
   auto g = ParseRunGroupBy(c.run_group_by);
   if (!g.ok()) return g.status().WithContext("runs.group_by");
+  if (c.run_observer_action != "flag" && c.run_observer_action != "drop") {
+    return InvalidArgument("runs.observer_effect_action must be \"flag\" or \"drop\", got '" +
+                           c.run_observer_action + "'");
+  }
   if ((c.probes_ring_buffer_kib & (c.probes_ring_buffer_kib - 1)) != 0) {
     return InvalidArgument("probes.ring_buffer_kib must be a power of two, got " +
                            std::to_string(c.probes_ring_buffer_kib));
@@ -99,6 +115,8 @@ Status ValidateConfig(const DaemonConfig& c) {
       return InvalidArgument(std::string(key) + " must be an absolute path, got '" + path + "'");
     }
   }
+  SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeConfig(c));
+  SEQPOINT_RETURN_IF_ERROR(ValidateUploadSecurity(c));
   for (const auto& [k, v] : c.upload_labels) {
     bool ok = !k.empty() && !(k[0] >= '0' && k[0] <= '9') && k.substr(0, 2) != "__";
     for (char ch : k) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');

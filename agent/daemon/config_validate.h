@@ -19,11 +19,13 @@ struct HostPort {
 Result<HostPort> ParseHostPort(std::string_view text);
 
 struct HttpUrl {
+  bool tls = false;  // https://
   std::string host;
-  uint16_t port = 80;
+  uint16_t port = 80;        // 443 for https:// without a port
   std::string target = "/";  // path and query
 };
-// Only http:// is supported (the daemon links no TLS library); https is refused with a fix.
+// http:// and https:// (upload_security.h). Credentials in the URL (user:pass@) are refused:
+// the URL is logged and shown by `seqpoint status`; the upload.*_file keys carry them instead.
 Result<HttpUrl> ParseHttpUrl(std::string_view text);
 
 enum class RunGrouping { kEnv, kCgroup, kPid };

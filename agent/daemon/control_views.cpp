@@ -2,9 +2,11 @@
 // Active runs are answered from memory (live), closed runs from the state database.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "agent/daemon/daemon.h"
@@ -14,6 +16,11 @@ namespace seqpoint::daemon {
 namespace {
 
 using nlohmann::json;
+
+json AttachedJson(const AttachedProcess& a) {
+  return {{"pid", a.pid},     {"comm", a.comm},     {"probe", a.probe},
+          {"where", a.where}, {"detail", a.detail}, {"run_started", a.announced}};
+}
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -40,14 +47,52 @@ std::string Day(int64_t day) {
   return buf;
 }
 
-json SnapshotJson(const RunSnapshot& s, const SelfCheck* check) {
+json SelfCheckJson(const SelfCheck& c) {
+  return {{"metric", c.metric},
+          {"unit", c.unit},
+          {"projected", c.projected},
+          {"low", c.low},
+          {"high", c.high},
+          {"actual", c.actual},
+          {"observer_excess", c.observer_excess},
+          {"observer_ratio", c.observer_ratio},
+          {"error", c.error},
+          {"within_interval", c.within_interval}};
+}
+
+json EstimateJson(const ObserverEstimate& e) {
+  return {{"group", e.group.empty() ? "all" : e.group},
+          {"pairs", e.pairs},
+          {"ratio", e.pairs ? Num(e.ratio) : json(nullptr)},
+          {"low", e.pairs ? Num(e.low) : json(nullptr)},
+          {"high", e.pairs ? Num(e.high) : json(nullptr)},
+          {"flagged", e.flagged}};
+}
+
+json ObserverJson(const ObserverEffect& oe, const std::set<std::string>& dropped) {
+  json groups = json::array();
+  for (const ObserverEstimate& e : oe.by_group) groups.push_back(EstimateJson(e));
+  return {{"method",
+           "median over control/treated pairs of (time(treated) / mean time of its SL) / "
+           "(time(control) / mean time of its SL), distribution-free 95% interval"},
+          {"threshold", oe.threshold},
+          {"flagged", oe.flagged},
+          {"all", EstimateJson(oe.all)},
+          {"groups", groups},
+          {"blamed_collectors", oe.flagged ? oe.FlaggedCollectors() : std::vector<std::string>{}},
+          {"dropped_collectors", std::vector<std::string>(dropped.begin(), dropped.end())}};
+}
+
+json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
   json j;
   j["run"] = RunJson(s.run);
   json hist = json::array();
   for (const HistogramBin& b : s.histogram) {
     hist.push_back({{"seq_len", b.seq_len},
                     {"count", b.count},
-                    {"time_ns_mean", b.count ? Num(b.time_ns_sum / b.count) : json(nullptr)}});
+                    {"time_ns_mean", b.count ? Num(b.time_ns_sum / b.count) : json(nullptr)},
+                    {"energy_uj_mean",
+                     b.energy_count ? Num(b.energy_uj_sum / b.energy_count) : json(nullptr)}});
   }
   j["histogram"] = hist;
   json points = json::array();
@@ -62,31 +107,19 @@ json SnapshotJson(const RunSnapshot& s, const SelfCheck* check) {
   j["seqpoints"] = points;
   json proj = json::object();
   for (const Projection& p : s.projections) {
-    proj[p.metric] = {{"unit", p.unit},      {"total", Num(p.total)},   {"low", Num(p.low)},
-                      {"high", Num(p.high)}, {"actual", Num(p.actual)}, {"measured", p.measured}};
+    proj[p.metric] = {{"unit", p.unit},          {"total", Num(p.total)},
+                      {"low", Num(p.low)},       {"high", Num(p.high)},
+                      {"actual", Num(p.actual)}, {"measured", p.measured},
+                      {"perturbed", p.perturbed}};
   }
   j["projections"] = proj;
-  if (check != nullptr && check->valid) {
-    j["self_check"] = {{"metric", check->metric},
-                       {"projected", check->projected},
-                       {"low", check->low},
-                       {"high", check->high},
-                       {"actual", check->actual},
-                       {"error", check->error},
-                       {"within_interval", check->within_interval}};
-  } else {
-    for (const Projection& p : s.projections) {
-      if (p.metric == "time_ns" && std::isfinite(p.actual) && p.actual > 0) {
-        j["self_check"] = {{"metric", "time_ns"},
-                           {"projected", p.total},
-                           {"low", p.low},
-                           {"high", p.high},
-                           {"actual", p.actual},
-                           {"error", (p.total - p.actual) / p.actual},
-                           {"within_interval", p.actual >= p.low && p.actual <= p.high}};
-      }
-    }
+  json all_checks = json::object();
+  for (const SelfCheck& c : checks) {
+    if (!c.valid) continue;
+    all_checks[c.metric] = SelfCheckJson(c);
+    if (c.metric == "time_ns") j["self_check"] = SelfCheckJson(c);  // the headline figure
   }
+  j["self_checks"] = all_checks;
   return j;
 }
 
@@ -116,6 +149,9 @@ json Daemon::StatusJson() {
                    {"lost", s.lost},
                    {"anomalies", s.anomalies},
                    {"processes", s.processes}};
+    json attached = json::array();  // how each process is probed (zero-code: what it covers)
+    for (const AttachedProcess& a : source_->Attached()) attached.push_back(AttachedJson(a));
+    j["source"]["attached"] = attached;
   } else {
     j["source"] = nullptr;
     j["source_error"] = source_error_;
@@ -130,6 +166,21 @@ json Daemon::StatusJson() {
                     {"last_error", t.last_error}});
   }
   j["collectors"] = cols;
+  if (energy_) {
+    const EnergySamplerStats& e = energy_->stats();
+    j["energy"] = {{"source", std::string(energy_->source_name())},
+                   {"description", energy_->Describe()},
+                   {"interval_ms", energy_interval_ms_},
+                   {"reads", e.reads},
+                   {"failures", e.failures},
+                   {"slow_reads", e.slow_reads},
+                   {"last_error", e.last_error},
+                   {"mean_bracket_ms",
+                    e.interpolations ? json(e.bracket_ns_sum * 1e-6 / (2.0 * e.interpolations))
+                                     : json(nullptr)}};
+  } else {
+    j["energy"] = {{"source", nullptr}, {"error", energy_error_}};
+  }
   if (uploader_) {
     const UploaderStats& u = uploader_->stats();
     json up = {{"url", config_.upload_url},
@@ -145,6 +196,14 @@ json Daemon::StatusJson() {
       up["spool_batches"] = spool->batches;
       up["spool_bytes"] = spool->bytes;
     }
+    // How it is secured, never the secrets themselves.
+    up["tls"] = config_.upload_url.rfind("https://", 0) != 0 ? "off"
+                : config_.upload_tls_insecure_skip_verify    ? "on, NOT verified"
+                : config_.upload_tls_cert_file.empty()       ? "on"
+                                                             : "on, client certificate";
+    up["auth"] = !config_.upload_bearer_token_file.empty() ? "bearer token"
+                 : !config_.upload_basic_auth_user.empty() ? "basic"
+                                                           : "none";
     j["upload"] = up;
   } else {
     j["upload"] = nullptr;
@@ -161,6 +220,8 @@ Result<json> Daemon::HandleControl(const ControlRequest& r) {
       run["measured"] = t->measured_iterations();
       SelfCheck c = t->self_check();
       run["self_check_error"] = c.valid ? json(c.error) : json(nullptr);
+      run["observer_effect_flagged"] =
+          t->observer_effect(config_.run_observer_threshold_pct / 100).flagged;
       list.push_back(run);
     }
     if (r.all) {
@@ -177,10 +238,27 @@ Result<json> Daemon::HandleControl(const ControlRequest& r) {
   if (r.cmd == "show" || r.cmd == "report") {
     json out;
     int64_t run_id = 0;
+    const double threshold = config_.run_observer_threshold_pct / 100;
     if (RunTracker* t = runs_->FindActive(r.run)) {
-      SelfCheck c = t->self_check();
-      out = SnapshotJson(t->Snapshot(), &c);
+      std::vector<SelfCheck> checks = t->self_checks();
+      out = SnapshotJson(t->Snapshot(), checks);
+      out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
+      if (runs_->energy_sampler() != nullptr) {
+        out["energy"] = {{"iterations", t->energy_iterations()},
+                         {"unattributed_shared", t->energy_shared()},
+                         {"unattributed_uncovered", t->energy_uncovered()}};
+      }
       run_id = t->record().id;
+      if (source_) {
+        json probes = json::array();
+        const std::vector<int32_t>& pids = t->record().pids;
+        for (const AttachedProcess& a : source_->Attached()) {
+          if (std::find(pids.begin(), pids.end(), a.pid) != pids.end()) {
+            probes.push_back(AttachedJson(a));
+          }
+        }
+        out["probes"] = probes;
+      }
     } else {
       auto id = store_->FindRun(r.run);
       if (!id.ok()) return id.status();
@@ -189,7 +267,12 @@ Result<json> Daemon::HandleControl(const ControlRequest& r) {
       }
       auto snap = store_->LoadRun(**id);
       if (!snap.ok()) return snap.status();
-      out = SnapshotJson(*snap, nullptr);
+      auto m = store_->LoadMeasurements(**id);
+      if (!m.ok()) return m.status();
+      // Rebuilt from the stored controls and groups; the collectors dropped are not stored.
+      ObserverEffect oe = StoredObserverEffect(*snap, *m, threshold);
+      out = SnapshotJson(*snap, StoredSelfChecks(*snap, *m, oe));
+      out["observer_effect"] = ObserverJson(oe, std::set<std::string>{});
       run_id = **id;
     }
     if (r.cmd == "report") {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "agent/daemon/log.h"
+#include "collectors/registry.h"
 #include "seqpoint/features.h"
 
 namespace seqpoint::daemon {
@@ -29,7 +30,8 @@ Daemon::Daemon(DaemonConfig config, std::string config_path, DaemonOverrides ove
       signals_(io_),
       flush_timer_(io_),
       idle_timer_(io_),
-      prune_timer_(io_) {}
+      prune_timer_(io_),
+      energy_timer_(io_) {}
 
 Daemon::~Daemon() { Shutdown(); }
 
@@ -42,6 +44,9 @@ RunManagerOptions Daemon::RunOptions() const {
   o.selector.target_error_pct = config_.run_target_error_pct;
   o.selector.warmup = static_cast<uint64_t>(config_.run_warmup_iterations);
   o.idle_timeout_s = config_.run_idle_timeout_s;
+  o.observer_threshold = config_.run_observer_threshold_pct / 100;
+  o.observer_drop = config_.run_observer_action == "drop";
+  o.observer_control_every = static_cast<uint32_t>(config_.run_observer_control_every);
   return o;
 }
 
@@ -54,6 +59,8 @@ UploaderOptions Daemon::UploadOptions() const {
   o.backoff_max_s = config_.upload_backoff_max_s;
   o.spool_max_bytes = config_.upload_spool_max_bytes;
   o.batch_max_samples = config_.upload_batch_max_samples;
+  o.tls = UploadTlsOptions::From(config_);
+  o.auth = UploadAuthOptions::From(config_);
   for (const auto& [k, v] : config_.upload_labels) o.labels.emplace_back(k, v);
   if (!config_.upload_labels.count("instance")) {
     char host[256] = {};
@@ -102,11 +109,21 @@ Status Daemon::StartParts() {
                    "no iteration source, so no training process will be found: " + source_error_);
     }
   }
+  StartEnergySampler();
   if (parts_.collectors) {
-    runs_ = std::make_unique<RunManager>(store_.get(), parts_.collectors(config_, source_.get()),
-                                         RunOptions());
+    CollectorFactory make = parts_.collectors(config_, source_.get());
+    if (energy_ && make) {
+      // The sampler gives every iteration, SeqPoints included, its energy_uj.
+      make = [make] {
+        auto v = make();
+        std::erase_if(v, [](const auto& c) { return c->name() == "energy"; });
+        return v;
+      };
+    }
+    runs_ = std::make_unique<RunManager>(store_.get(), std::move(make), RunOptions());
   }
   runs_->set_source(source_.get());
+  runs_->set_energy_sampler(energy_.get());
   SEQPOINT_RETURN_IF_ERROR(runs_->Resume());
 
   ControlServerOptions control{config_.ControlSocketPath(), config_.control_group,
@@ -141,6 +158,16 @@ Status Daemon::StartParts() {
     if (!st.ok()) SEQPOINT_LOG(kError, "flushing state: " + st.message());
   });
   Every(idle_timer_, std::chrono::seconds(5), [this] { runs_->CloseIdleRuns(); });
+  if (energy_) {
+    // Only while training processes are watched: an idle node costs no wake-ups.
+    Every(energy_timer_, std::chrono::milliseconds(energy_interval_ms_), [this] {
+      if (runs_->processes() > 0) {
+        energy_->Sample();
+      } else {
+        energy_->Pause();
+      }
+    });
+  }
   Every(prune_timer_, std::chrono::hours(6), [this] {
     int64_t today = std::chrono::duration_cast<std::chrono::hours>(
                         std::chrono::system_clock::now().time_since_epoch())
@@ -154,6 +181,33 @@ Status Daemon::StartParts() {
                           (uploader_ ? ", upload " + config_.upload_url : "") +
                           (source_ ? ", source " + std::string(source_->name()) : ""));
   return Status::Ok();
+}
+
+void Daemon::StartEnergySampler() {
+  const collectors::CollectorConfig& cc = config_.collectors;
+  bool enabled = false;
+  for (const collectors::CollectorInfo& info : collectors::CollectorRegistry()) {
+    if (info.name == "energy") enabled = collectors::IsCollectorEnabled(info, cc);
+  }
+  if (config_.run_energy_sample_interval_ms <= 0 || !enabled) {
+    energy_error_ = "off (runs.energy_sample_interval_ms = 0 or collectors.energy.enabled = false)";
+    return;
+  }
+  if (!source_ || !source_->pids_are_live()) {
+    // A replay's timestamps are not this machine's clock: no counter can be read against them.
+    energy_error_ = "off: the iteration source has no live timestamps";
+    return;
+  }
+  auto sampler = EnergySampler::Open(cc, collectors::EnergySourceRegistry());
+  if (!sampler.ok()) {
+    energy_error_ = sampler.status().message();
+    SEQPOINT_LOG(kInfo, "no energy per iteration: " + energy_error_);
+    return;
+  }
+  energy_ = std::move(*sampler);
+  energy_interval_ms_ = config_.run_energy_sample_interval_ms;
+  SEQPOINT_LOG(kInfo, "energy per iteration from " + energy_->Describe() + ", sampled every " +
+                          std::to_string(config_.run_energy_sample_interval_ms) + " ms");
 }
 
 void Daemon::Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
@@ -203,6 +257,7 @@ void Daemon::Shutdown() {
   flush_timer_.cancel();
   idle_timer_.cancel();
   prune_timer_.cancel();
+  energy_timer_.cancel();
   if (source_) source_->Stop();
   if (runs_) {
     Status st = runs_->Flush();
@@ -228,9 +283,14 @@ Status Daemon::Reload() {
   restart_needed("daemon.state_dir", config_.state_dir, next.state_dir);
   restart_needed("control.socket", config_.ControlSocketPath(), next.ControlSocketPath());
   restart_needed("metrics.listen", config_.metrics_listen, next.metrics_listen);
+  restart_needed("runs.energy_sample_interval_ms",
+                 std::to_string(config_.run_energy_sample_interval_ms),
+                 std::to_string(next.run_energy_sample_interval_ms));
   ControlServerOptions control{next.ControlSocketPath(), next.control_group,
                                next.control_max_request_bytes, next.control_max_clients};
   SEQPOINT_RETURN_IF_ERROR(control_->Reconfigure(control));
+  // The zero-code probe set: for processes attached from now on (ebpf_source.cpp).
+  if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Reconfigure(next));
   const bool upload_changed = next.upload_url != config_.upload_url ||
                               next.upload_labels != config_.upload_labels ||
                               next.upload_interval_s != config_.upload_interval_s ||
@@ -238,7 +298,8 @@ Status Daemon::Reload() {
                               next.upload_backoff_initial_ms != config_.upload_backoff_initial_ms ||
                               next.upload_backoff_max_s != config_.upload_backoff_max_s ||
                               next.upload_timeout_s != config_.upload_timeout_s ||
-                              next.upload_batch_max_samples != config_.upload_batch_max_samples;
+                              next.upload_batch_max_samples != config_.upload_batch_max_samples ||
+                              UploadSecurityChanged(next, config_);
   DaemonConfig previous = config_;
   config_ = next;
   SetLogLevel(config_.log_level);
@@ -259,6 +320,8 @@ Status Daemon::Reload() {
         if (uploader_) uploader_->SpoolNow(Families(true));
       });
     }
+  } else if (uploader_) {
+    uploader_->RetryNow();  // the files it reads (CA, token) may have been fixed
   }
   ++reloads_;
   SEQPOINT_LOG(kInfo, "reloaded " + config_path_);

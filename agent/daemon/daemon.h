@@ -3,7 +3,8 @@
 // and a timer per periodic job (flush, idle runs, history pruning). Signals: SIGTERM/SIGINT stop
 // cleanly (state flushed, active runs left active so the next start resumes them), SIGHUP
 // reloads the config file (log level, budget and grouping for new runs, control group, upload
-// settings; paths and listen addresses need a restart and say so).
+// settings, zero-code probes for processes attached from then on; paths and listen addresses
+// need a restart and say so).
 //
 // Threads: Run() runs the io_context on the calling thread; RequestShutdown() may be called
 // from any thread. Everything else is touched only from the io_context thread.
@@ -19,6 +20,7 @@
 
 #include "agent/daemon/config.h"
 #include "agent/daemon/control_server.h"
+#include "agent/daemon/energy_sampler.h"
 #include "agent/daemon/iteration_source.h"
 #include "agent/daemon/metric_family.h"
 #include "agent/daemon/metrics_server.h"
@@ -70,6 +72,7 @@ class Daemon {
   Store& store() { return *store_; }
   IterationSource* source() { return source_.get(); }
   Uploader* uploader() { return uploader_.get(); }
+  EnergySampler* energy_sampler() { return energy_.get(); }
 
   // What /metrics serves and the uploader pushes (projection families only when for_upload).
   std::vector<MetricFamily> Families(bool for_upload);
@@ -79,6 +82,7 @@ class Daemon {
   Daemon(DaemonConfig config, std::string config_path, DaemonOverrides overrides,
          DaemonParts parts);
   Status StartParts();
+  void StartEnergySampler();
   void Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
              std::function<void()> job);
   void Shutdown();
@@ -95,13 +99,17 @@ class Daemon {
   boost::asio::steady_timer flush_timer_;
   boost::asio::steady_timer idle_timer_;
   boost::asio::steady_timer prune_timer_;
+  boost::asio::steady_timer energy_timer_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<IterationSource> source_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<Uploader> uploader_;
-  std::string source_error_;  // why there is no iteration source, when there is none
+  std::string source_error_;               // why there is no iteration source, when there is none
+  std::unique_ptr<EnergySampler> energy_;  // energy on every iteration, when a source is present
+  std::string energy_error_;               // why there is none
+  int64_t energy_interval_ms_ = 0;         // as started (a reload needs a restart for it)
   int64_t started_unix_ = 0;
   uint64_t reloads_ = 0;
   uint64_t reload_failures_ = 0;

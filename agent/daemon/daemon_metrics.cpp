@@ -59,12 +59,45 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
   auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
   auto high = Gauge("seqpoint_run_projection_high", "Upper end of the projection's 95% interval.");
   auto actual = Gauge("seqpoint_run_actual",
-                      "Total of a metric measured on every iteration (iteration time).");
-  auto error =
-      Gauge("seqpoint_run_self_check_error_ratio",
-            "(projected - actual) / actual of iteration time: the live confidence figure.");
+                      "Total of a cheap metric measured on every iteration: iteration time "
+                      "(probe timestamps), and energy where a source is present (the node's "
+                      "energy over the run's iterations, interpolated between counter samples "
+                      "taken every runs.energy_sample_interval_ms; only while the run owns the "
+                      "node, shared equally among its ranks).");
+  auto error = Gauge("seqpoint_run_self_check_error_ratio",
+                     "(projected - actual) / actual of a cheap metric (time, energy), the actual "
+                     "less what measuring added (seqpoint_run_observer_excess): the live "
+                     "confidence figure.");
   auto within = Gauge("seqpoint_run_self_check_within_interval",
-                      "1 when the actual iteration time total lies inside the 95% interval.");
+                      "1 when the cheap metric's actual total lies inside the 95% interval.");
+  auto excess = Gauge("seqpoint_run_observer_excess",
+                      "What measuring added to the run's actual total (base units), estimated "
+                      "from the observer-effect ratio; 0 while no slowdown is flagged.");
+  auto oe_ratio = Gauge("seqpoint_run_observer_effect_ratio",
+                        "Median over control/treated pairs of the collector-measured iteration's "
+                        "time over the control's (each relative to its SL's mean time), per "
+                        "counter group held (group=\"all\": every pair); 1 = no perturbation.");
+  auto oe_low = Gauge("seqpoint_run_observer_effect_ratio_low",
+                      "Lower end of the observer-effect ratio's distribution-free 95% interval.");
+  auto oe_high = Gauge("seqpoint_run_observer_effect_ratio_high",
+                       "Upper end of the observer-effect ratio's distribution-free 95% interval.");
+  auto oe_pairs = Gauge("seqpoint_run_observer_effect_pairs",
+                        "Measured iterations with a shadow behind the observer-effect ratio.");
+  auto oe_flag = Gauge("seqpoint_run_observer_effect_flagged",
+                       "1 when measured iterations are slower than their shadows by more than "
+                       "runs.observer_effect_threshold_pct (the interval's lower end).");
+  auto perturbed = Gauge("seqpoint_run_projection_perturbed",
+                         "1 when a projection was fed by measured iterations the observer-effect "
+                         "check found slowed by the measurement.");
+  auto dropped = Gauge("seqpoint_run_collector_dropped",
+                       "1 for a collector the run stopped using because it perturbed the "
+                       "training (runs.observer_effect_action = \"drop\").");
+  auto energy_iters = Counter("seqpoint_run_energy_iterations_total",
+                              "Iterations given a share of the node's energy.");
+  auto energy_unattr =
+      Counter("seqpoint_run_energy_unattributed_iterations_total",
+              "Timed iterations without energy: reason=shared (another run's process was alive), "
+              "uncovered (counter read failed, or the iteration is older than the sample ring).");
   auto iters = Counter("seqpoint_run_iterations_total", "Iterations observed in the run.");
   auto measured = Counter("seqpoint_run_measured_iterations_total",
                           "Iterations measured by the collectors (the SeqPoints' cost).");
@@ -86,11 +119,36 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
       low.Add(l, p.low * b.scale);
       high.Add(l, p.high * b.scale);
       if (std::isfinite(p.actual)) actual.Add(l, p.actual * b.scale);
+      perturbed.Add({{"run", run}, {"metric", b.name}}, p.perturbed ? 1 : 0);
     }
-    SelfCheck c = tracker->self_check();
-    if (c.valid) {
-      error.Add({{"run", run}, {"metric", "time_seconds"}}, c.error);
-      within.Add({{"run", run}, {"metric", "time_seconds"}}, c.within_interval ? 1 : 0);
+    for (const SelfCheck& c : tracker->self_checks()) {
+      if (!c.valid) continue;
+      BaseUnit b = ToBaseUnit(c.metric, c.unit);
+      error.Add({{"run", run}, {"metric", b.name}}, c.error);
+      within.Add({{"run", run}, {"metric", b.name}}, c.within_interval ? 1 : 0);
+      excess.Add({{"run", run}, {"metric", b.name}}, c.observer_excess * b.scale);
+    }
+    const ObserverEffect& oe = tracker->observer_effect(config_.run_observer_threshold_pct / 100);
+    std::vector<const ObserverEstimate*> estimates = {&oe.all};
+    for (const ObserverEstimate& e : oe.by_group) estimates.push_back(&e);
+    for (const ObserverEstimate* e : estimates) {
+      if (e->pairs == 0) continue;
+      Labels l = {{"run", run}, {"group", e->group.empty() ? "all" : e->group}};
+      oe_ratio.Add(l, e->ratio);
+      oe_low.Add(l, e->low);
+      oe_high.Add(l, e->high);
+      oe_pairs.Add(l, static_cast<double>(e->pairs));
+    }
+    oe_flag.Add({{"run", run}}, oe.flagged ? 1 : 0);
+    for (const std::string& c : tracker->dropped_collectors()) {
+      dropped.Add({{"run", run}, {"collector", c}}, 1);
+    }
+    if (energy_) {
+      energy_iters.Add({{"run", run}}, static_cast<double>(tracker->energy_iterations()));
+      energy_unattr.Add({{"run", run}, {"reason", "shared"}},
+                        static_cast<double>(tracker->energy_shared()));
+      energy_unattr.Add({{"run", run}, {"reason", "uncovered"}},
+                        static_cast<double>(tracker->energy_uncovered()));
     }
     iters.Add({{"run", run}}, static_cast<double>(s.run.iterations));
     measured.Add({{"run", run}}, static_cast<double>(tracker->measured_iterations()));
@@ -100,9 +158,46 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
                                                                        config_.run_budget)));
     bins.Add({{"run", run}}, tracker->selector_bins());
   }
-  std::vector<MetricFamily> out = {info, proj, low, high, actual, error, within, iters, measured};
+  std::vector<MetricFamily> out = {info,  proj,     low,      high,   actual,  error,   within,
+                                   iters, measured, oe_ratio, oe_low, oe_high, oe_flag, perturbed};
   if (for_upload) return out;
-  for (auto* f : {&unobserved, &points, &allowed, &bins}) out.push_back(std::move(*f));
+  for (auto* f : {&unobserved, &points, &allowed, &bins, &excess, &oe_pairs, &dropped,
+                  &energy_iters, &energy_unattr}) {
+    out.push_back(std::move(*f));
+  }
+  if (energy_) {
+    const EnergySamplerStats& e = energy_->stats();
+    Labels l = {{"source", std::string(energy_->source_name())}};
+    out.push_back(Gauge("seqpoint_energy_source_info",
+                        "The energy counter read for energy on every iteration (value 1).")
+                      .Add({{"source", std::string(energy_->source_name())},
+                            {"description", energy_->Describe()}},
+                           1));
+    out.push_back(Gauge("seqpoint_energy_sample_interval_seconds",
+                        "How often the energy counter is read (runs.energy_sample_interval_ms) "
+                        "while training processes are watched.")
+                      .Add(l, static_cast<double>(energy_interval_ms_) / 1e3));
+    out.push_back(Counter("seqpoint_energy_reads_total", "Energy counter reads.")
+                      .Add(l, static_cast<double>(e.reads)));
+    out.push_back(Counter("seqpoint_energy_read_failures_total",
+                          "Energy counter reads that failed (no iteration spans one).")
+                      .Add(l, static_cast<double>(e.failures)));
+    out.push_back(Counter("seqpoint_energy_slow_reads_total",
+                          "Energy counter reads left out because they took over 1 ms (the "
+                          "daemon was preempted): their timestamp is too uncertain.")
+                      .Add(l, static_cast<double>(e.slow_reads)));
+    out.push_back(
+        Counter("seqpoint_energy_read_seconds_total", "Wall time spent reading the energy counter.")
+            .Add(l, e.read_cost_us * 1e-6));
+    if (e.interpolations > 0) {
+      out.push_back(
+          Gauge("seqpoint_energy_interpolation_bracket_seconds",
+                "Mean width of the counter-sample brackets that iteration timestamps fell in: "
+                "the time resolution of per-iteration energy (exact under constant power; the "
+                "firmware's own update period, ~1-100 ms, bounds it too).")
+              .Add(l, e.bracket_ns_sum / (2.0 * static_cast<double>(e.interpolations)) * 1e-9));
+    }
+  }
 
   out.push_back(Gauge("seqpoint_build_info", "seqpointd's version (value 1).")
                     .Add({{"version", SEQPOINT_VERSION}}, 1));
@@ -110,6 +205,10 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
                     .Add({}, static_cast<double>(runs_->runs().size())));
   out.push_back(Counter("seqpoint_runs_closed_total", "Runs closed since seqpointd started.")
                     .Add({}, static_cast<double>(runs_->runs_closed())));
+  out.push_back(Counter("seqpoint_runs_crashed_total",
+                        "Of the runs closed, those closed as crashed (a process killed by a "
+                        "signal, a non-zero exit status, or an exit inside an iteration).")
+                    .Add({}, static_cast<double>(runs_->runs_crashed())));
   out.push_back(Gauge("seqpoint_processes_watched", "Training processes attached.")
                     .Add({}, static_cast<double>(runs_->processes())));
   out.push_back(Gauge("seqpoint_probe_up", "1 when the iteration probes are loaded.")

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "agent/daemon/test_harness.h"
 #include "common/trace_csv.h"
@@ -76,6 +77,18 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
     sel->OnIteration(r, trace->seq_len[r], trace->batch[r], static_cast<double>(trace->tokens[r]));
   }
   seqpoint::selector::Selection selection = sel->Current();
+  // Controls (observer_effect.h) are timed but measured by no collector: the collector metrics
+  // come from the other chosen iterations only.
+  ControlRequest report;
+  report.cmd = "report";
+  report.run = "job-0";
+  auto rep = h.Request(report);
+  REQUIRE(rep.ok());
+  std::set<uint64_t> controls;
+  for (const json& m : (*rep)["measurements"]) {
+    if (m["metric"] == "observer:control") controls.insert(m["iter"].get<uint64_t>());
+  }
+  CHECK(controls.size() >= measured / 4);
   for (std::string metric : {"time_ns", "task_clock_ns", "page_faults"}) {
     REQUIRE_MESSAGE(s["projections"].contains(metric), metric);
     const json& p = s["projections"][metric];
@@ -83,6 +96,7 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
     std::vector<std::vector<seqpoint::selector::Observation>> obs(selection.points.size());
     for (size_t i = 0; i < selection.points.size(); ++i) {
       for (uint64_t r : selection.points[i].iters) {
+        if (metric != "time_ns" && controls.count(r)) continue;
         obs[i].push_back({seqpoint::selector::CostProxy(trace->seq_len[r], trace->batch[r]),
                           trace->metrics[m][r]});
       }

@@ -60,6 +60,8 @@ class Child {
     if (stdin_ >= 0) close(stdin_);
   }
   void SendLine() { (void)!write(stdin_, "\n", 1); }
+  void Kill() { kill(pid_, SIGKILL); }
+  pid_t pid() const { return pid_; }
   int Wait() {
     int status = 0;
     waitpid(pid_, &status, 0);
@@ -146,6 +148,97 @@ TEST_CASE("agent e2e: a process dying inside an iteration closes its run as cras
   // 200 completed; the one it died in counts as observed when its begin was hooked.
   CHECK(run["iterations"].get<uint64_t>() >= 200);
   CHECK(run["iterations"].get<uint64_t>() <= 201);
+}
+
+// `seqpoint ARGS --socket ...` (the CLI binary): its stdout.
+std::string RunCli(const TempDir& dir, const std::string& args) {
+  std::string cmd = BinaryDir() + "/agent/cli/seqpoint " + args + " --socket " + dir.path() +
+                    "/run/control.sock 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST_CASE("agent e2e: how a trainer ended (exit status, signal) closes its run, marked") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    bool kill;
+    std::string state;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"exit3", {"--finish", "exit:3"}, false, "crashed", "exited with status 3"},
+      {"sigkill", {"--threads", "2"}, true, "crashed", "killed by signal 9 (SIGKILL)"},
+      {"segv", {"--finish", "raise:11"}, false, "crashed", "killed by signal 11 (SIGSEGV"},
+      {"group5",
+       {"--threads", "2", "--finish", "group-exit-from-thread:5"},
+       false,
+       "crashed",
+       "exited with status 5"},
+      {"clean", {}, false, "finished", "exited with status 0"},
+  };
+  const std::string prefix = "e2e-exit-" + std::to_string(getpid()) + "-";
+  std::vector<std::unique_ptr<Child>> children;
+  auto start = [&](const Case& c) {
+    std::vector<std::string> argv = {Workload(), "--wait", "--loop", "--work-us", "200"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    children.push_back(std::make_unique<Child>(prefix + c.name, argv));
+  };
+  // The first two run before seqpointd starts: only its /proc scan finds them. The others are
+  // found at exec.
+  start(cases[0]);
+  start(cases[1]);
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  for (size_t i = 2; i < cases.size(); ++i) start(cases[i]);
+  for (const Case& c : cases) {  // attached
+    REQUIRE(WaitFor([&] { return d.Show(prefix + c.name).is_object(); }));
+  }
+  for (auto& child : children) child->SendLine();  // the loops start
+  for (const Case& c : cases) {
+    REQUIRE(WaitFor([&] { return d.Show(prefix + c.name)["run"]["iterations"] >= 20; }));
+  }
+  std::vector<pid_t> pids;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    pids.push_back(children[i]->pid());
+    if (cases[i].kill) {
+      children[i]->Kill();
+    } else {
+      children[i]->SendLine();  // the loop ends, then --finish
+    }
+    children[i]->Wait();
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    json run = d.ClosedRun(prefix + c.name);
+    REQUIRE_MESSAGE(!run.is_null(), d.Log());
+    MESSAGE(c.name << ": " << run["state"] << ", " << run["end_reason"]);
+    CHECK_MESSAGE(run["state"] == c.state, c.name);
+    CHECK_MESSAGE(run["end_reason"].get<std::string>().rfind(
+                      "pid " + std::to_string(pids[i]) + " " + c.reason, 0) == 0,
+                  c.name << ": " << run["end_reason"]);
+  }
+  // The same through the CLI: `runs --all` and `show --json`; and the crash count on /metrics
+  // (at least ours: other training processes on the node may be watched too).
+  std::string runs = RunCli(dir, "runs --all");
+  CHECK(runs.find(prefix + "sigkill") != std::string::npos);
+  json show = json::parse(RunCli(dir, "show " + prefix + "sigkill --json"), nullptr, false);
+  REQUIRE(show.is_object());
+  CHECK(show["run"]["state"] == "crashed");
+  CHECK(show["run"]["end_reason"].get<std::string>().find("killed by signal 9") !=
+        std::string::npos);
+  std::string metrics = d.Metrics();
+  size_t at = metrics.find("\nseqpoint_runs_crashed_total ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(metrics.substr(at + 29)) >= 4);
 }
 
 TEST_CASE("agent e2e: 16 training processes at once, each its own run") {

@@ -16,8 +16,22 @@
 // has spent its budget the SLs are disarmed. Those processes, and every other process on the
 // node, then cost only batched end records: the cheapest mode.
 //
-// Crashes: the exit tracepoint carries no exit status; a process that exits with an iteration
-// open (the probes flag it SP_FLAG_EXITED) is reported as crashed mid-iteration.
+// Zero-code probes (probes.zero_code, probes.zero_code_custom; config_zero_code.h): discovery
+// attaches them to processes that map their libraries (at start by the /proc scan, later at
+// exec and dlopen). A process found that way is announced to the daemon (and gets a run) only
+// at its first iteration: every PyTorch job maps libcudnn, RNN or not. Its iterations then flow
+// like USDT ones; its begin hook fires at the iteration's first SL call (the BPF side cannot
+// know an iteration started before that), so the collectors of a measured iteration cover the
+// first SL call to the boundary, while time_ns spans boundary to boundary: `seqpoint show` and
+// `status` say so per process. A reload applies a changed probe set to processes attached from
+// then on (and rescans /proc); attached ones keep theirs until they exit or exec.
+//
+// Crashes: the exit tracepoint carries the wait status (exit code, fatal signal, core dump) the
+// parent reaps; a non-zero code or a signal marks the run crashed. A process that exits with an
+// iteration open (the probes flag it SP_FLAG_EXITED) is crashed too, whatever its status. A
+// process whose exit event was lost (found gone by the liveness check) has no status. Not so
+// for zero-code: SL calls after the last boundary (evaluation, checkpointing) look like an open
+// iteration at any exit, so there the exit status alone decides.
 #include <unistd.h>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -25,7 +39,9 @@
 #include <map>
 #include <set>
 
+#include "agent/daemon/config_zero_code.h"
 #include "agent/daemon/log.h"
+#include "agent/daemon/run_key.h"
 #include "agent/daemon/source_factory.h"
 #include "collectors/ebpf/iteration_probes.h"
 #include "collectors/ebpf/process_discovery.h"
@@ -48,12 +64,17 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
     ebpf::IterationProbesOptions po;
     po.ring_buffer_bytes = static_cast<uint32_t>(config.probes_ring_buffer_kib) * 1024;
     po.proc_root = config.proc_root;
+    auto zero_code = ResolveZeroCodeProbes(config);
+    if (!zero_code.ok()) return zero_code.status();
+    po.zero_code = zero_code_ = *zero_code;
+    SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     auto probes = ebpf::IterationProbes::Create(po, this);
     if (!probes.ok()) return probes.status();
     probes_ = std::move(*probes);
     probes_->SetHookMode(ebpf::HookMode::kWanted);
     ebpf::DiscoveryOptions dopt;
     dopt.proc_root = config.proc_root;
+    dopt.zero_code = zero_code_;
     auto discovery = ebpf::ProcessDiscovery::Create(dopt, this);
     if (!discovery.ok()) return discovery.status();
     discovery_ = std::move(*discovery);
@@ -91,6 +112,41 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
     Disarm(pid);
   }
 
+  Status Reconfigure(const DaemonConfig& config) override {
+    auto zero_code = ResolveZeroCodeProbes(config);
+    if (!zero_code.ok()) return zero_code.status();
+    SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
+    if (*zero_code == zero_code_) return Status::Ok();
+    SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
+    zero_code_ = std::move(*zero_code);
+    discovery_->SetZeroCodeProbes(zero_code_);  // rescans /proc: OnTargets
+    SEQPOINT_LOG(kInfo, "zero-code probes now [" + ZeroCodeNames(zero_code_) +
+                            "] for processes attached from now on; those attached keep theirs");
+    return Status::Ok();
+  }
+
+  std::vector<AttachedProcess> Attached() const override {
+    std::vector<AttachedProcess> out;
+    for (int pid : probes_->AttachedPids()) {
+      AttachedProcess a;
+      a.pid = pid;
+      auto c = comm_.find(pid);
+      if (c != comm_.end()) a.comm = c->second;
+      a.announced = known_.count(pid) > 0;
+      a.where = probes_->Describe(pid);
+      if (const ebpf::ZeroCodeProbe* z = probes_->AttachedZeroCodeProbe(pid)) {
+        a.probe = "zero-code " + z->name;
+        a.detail = ebpf::DescribeZeroCodeProbe(*z) +
+                   "; a measured iteration's collectors start at its first SL call, its time_ns "
+                   "at the previous boundary";
+      } else {
+        a.probe = "usdt";
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
   SourceStats stats() const override {
     SourceStats s;
     ebpf::IterationProbeStats p = probes_->stats();
@@ -100,7 +156,12 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
                   p.kernel[SP_STAT_ABANDONED] + p.kernel[SP_STAT_NO_BEGIN] +
                   p.kernel[SP_STAT_DUPLICATE] + p.kernel[SP_STAT_INFLIGHT_FULL] + p.malformed;
     s.processes = probes_->AttachedPids().size();
-    s.description = "eBPF probes: " + std::to_string(s.processes) + " processes attached";
+    size_t zero_code = 0;
+    for (int pid : probes_->AttachedPids())
+      zero_code += probes_->AttachedZeroCodeProbe(pid) != nullptr;
+    s.description = "eBPF probes: " + std::to_string(s.processes) + " processes attached (" +
+                    std::to_string(zero_code) + " through zero-code probes); zero-code probes [" +
+                    ZeroCodeNames(zero_code_) + "]";
     return s;
   }
 
@@ -113,21 +174,38 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
       return false;
     }
     const int pid = targets.identity.pid;
-    if (known_.insert(pid).second && sink_ != nullptr) {
-      SEQPOINT_LOG(kInfo, "attached to pid " + std::to_string(pid) + " (" + targets.identity.comm +
-                              "): " + probes_->Describe(pid));
-      sink_->OnProcessFound(
-          ProcessInfo{pid, targets.identity.start_time, targets.identity.comm, ""});
+    comm_[pid] = targets.identity.comm;
+    if (known_.count(pid) > 0) return true;
+    ProcessInfo info{pid, targets.identity.start_time, targets.identity.comm, ""};
+    if (probes_->AttachedZeroCodeProbe(pid) != nullptr) {  // announced at its first iteration
+      // Its run key is read now, while it runs: the first iteration's record may be delivered
+      // only as it exits (records are batched), when /proc/PID/environ is empty.
+      info.run_key = RunKeyFor(group_by_, proc_root_, pid, info.start_time);
+      if (unannounced_.emplace(pid, info).second) {
+        SEQPOINT_LOG(kInfo, "attached to pid " + std::to_string(pid) + " (" +
+                                targets.identity.comm + "): " + probes_->Describe(pid) +
+                                "; its run starts at its first iteration");
+      }
+      return true;
     }
+    unannounced_.erase(pid);  // it loaded the provider: USDT only from now on
+    Announce(info);
     return true;
   }
 
-  void OnGone(int pid) override {
+  void OnGone(int pid, const std::optional<ebpf::ExitStatus>& how) override {
     probes_->DetachPid(pid);  // delivers queued records, open iterations flagged EXITED
+    unannounced_.erase(pid);
+    comm_.erase(pid);
     if (known_.erase(pid) == 0 || sink_ == nullptr) return;
     ProcessExit x;
     x.pid = pid;
     x.mid_iteration = exited_mid_.erase(pid) > 0;
+    if (how) {
+      x.exit_code = how->exit_code;
+      x.signal = how->signal;
+      x.core_dumped = how->core_dumped;
+    }
     hooked_.erase(pid);
     Disarm(pid);
     sink_->OnProcessExit(x);
@@ -135,13 +213,17 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
 
   // ebpf::IterationSink
   void OnBegin(const ebpf::IterationEvent& e) override {
+    AnnounceAtFirstIteration(e);
     if (sink_ == nullptr || !e.valid_seq_len()) return;
     sink_->OnIterationBegin(IterationBegin{static_cast<pid_t>(e.pid), static_cast<pid_t>(e.tid),
                                            e.iter, e.seq_len, e.batch, e.tokens, e.begin_ns});
   }
 
   void OnEnd(const ebpf::IterationEvent& e) override {
-    if (e.flags & SP_FLAG_EXITED) exited_mid_.insert(static_cast<int>(e.pid));
+    AnnounceAtFirstIteration(e);
+    if ((e.flags & SP_FLAG_EXITED) && !(e.flags & SP_FLAG_ZERO_CODE)) {
+      exited_mid_.insert(static_cast<int>(e.pid));
+    }
     if (hooked_.count(static_cast<pid_t>(e.pid)) && e.valid_seq_len() &&
         armed_[static_cast<pid_t>(e.pid)].insert(e.seq_len).second) {
       Status st = probes_->WantSeqLen(static_cast<int>(e.pid), e.seq_len, 0xffffffffu);
@@ -162,6 +244,32 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
   }
 
  private:
+  Status SetGrouping(const DaemonConfig& config) {
+    auto group_by = ParseRunGroupBy(config.run_group_by);
+    if (!group_by.ok()) return group_by.status().WithContext("runs.group_by");
+    group_by_ = *group_by;
+    proc_root_ = config.proc_root;
+    return Status::Ok();
+  }
+  void Announce(const ProcessInfo& info) {
+    if (!known_.insert(info.pid).second || sink_ == nullptr) return;
+    SEQPOINT_LOG(kInfo, "attached to pid " + std::to_string(info.pid) + " (" + info.comm +
+                            "): " + probes_->Describe(info.pid));
+    sink_->OnProcessFound(info);
+  }
+  void AnnounceAtFirstIteration(const ebpf::IterationEvent& e) {
+    if (e.flags & SP_FLAG_EXITED) return;  // never ended: not an iteration
+    auto it = unannounced_.find(static_cast<int>(e.pid));
+    if (it == unannounced_.end()) return;
+    ProcessInfo info = it->second;
+    unannounced_.erase(it);
+    Announce(info);
+  }
+  static std::string ZeroCodeNames(const std::vector<ebpf::ZeroCodeProbe>& probes) {
+    std::string out;
+    for (const auto& p : probes) out += (out.empty() ? "" : ", ") + p.name;
+    return out;
+  }
   void Disarm(pid_t pid) {
     auto it = armed_.find(pid);
     if (it == armed_.end()) return;
@@ -224,8 +332,13 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;
   std::set<pid_t> hooked_;
-  std::map<pid_t, std::set<uint32_t>> armed_;  // SLs marked wanted, per hooked process
-  std::set<int> known_;
+  std::map<pid_t, std::set<uint32_t>> armed_;   // SLs marked wanted, per hooked process
+  std::set<int> known_;                         // announced to the sink (OnProcessFound)
+  std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
+  std::map<int, std::string> comm_;             // of every attached process
+  std::vector<ebpf::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
+  RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
+  std::string proc_root_;
   std::set<int> exited_mid_;
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

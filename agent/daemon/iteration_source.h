@@ -4,7 +4,9 @@
 //
 // Event order per process: OnProcessFound, then per iteration an optional OnIterationBegin
 // (only while the daemon asked for begin hooks on that process: the selector decides at begin
-// whether to measure) and exactly one OnIterationEnd, then OnProcessExit.
+// whether to measure) and exactly one OnIterationEnd, then OnProcessExit. The eBPF source
+// announces a process found through a zero-code probe only at its first iteration (libcudnn is
+// mapped by every PyTorch job, RNN or not: no run is opened for those that never iterate).
 // Timestamps are CLOCK_MONOTONIC nanoseconds.
 //
 // Threads: a source calls its sink on the daemon's io_context thread only.
@@ -55,12 +57,16 @@ struct IterationEnd {
 struct ProcessExit {
   pid_t pid = 0;
   bool mid_iteration = false;    // an iteration was open when the process went away
-  std::optional<int> exit_code;  // when the source knows it
-  std::optional<int> signal;     // fatal signal, when the source knows it
+  std::optional<int> exit_code;  // when the source knows it (0 when killed by a signal)
+  std::optional<int> signal;     // fatal signal (0: it exited), when the source knows it
+  bool core_dumped = false;      // with a fatal signal: the kernel wrote a core dump
   bool Crashed() const {
     return mid_iteration || (signal && *signal != 0) || (exit_code && *exit_code != 0);
   }
-  std::string Describe() const;  // "exit 0", "signal 9", "gone mid-iteration"
+  // "exited with status 0", "exited with status 3", "killed by signal 9 (SIGKILL)",
+  // "killed by signal 11 (SIGSEGV, core dumped)", "exited" (status unknown), each followed by
+  // " in the middle of an iteration" when one was open.
+  std::string Describe() const;
 };
 
 class IterationSink {
@@ -71,6 +77,19 @@ class IterationSink {
   virtual void OnIterationEnd(const IterationEnd& end) = 0;
   virtual void OnProcessExit(const ProcessExit& exit) = 0;
 };
+
+// How a source watches one process, for `seqpoint status` and `seqpoint show`.
+struct AttachedProcess {
+  pid_t pid = 0;
+  std::string comm;
+  std::string probe;       // "usdt", or "zero-code <name>" (a preset or [probes.zero_code_custom])
+  std::string where;       // the probes attached and the files they are in
+  std::string detail;      // zero-code: what an iteration spans and what the collectors of a
+                           // measured one cover; empty for USDT
+  bool announced = false;  // OnProcessFound was called (zero-code: at its first iteration)
+};
+
+struct DaemonConfig;
 
 struct SourceStats {
   uint64_t events = 0;      // delivered
@@ -91,8 +110,17 @@ class IterationSource {
   // run's selector may still choose SeqPoints) or only end records, batched (cheaper).
   virtual void SetBeginHooks(pid_t pid, bool wanted) = 0;
   virtual SourceStats stats() const = 0;
+  // The processes attached now (empty for sources without live processes).
+  virtual std::vector<AttachedProcess> Attached() const { return {}; }
+  // A config reload (SIGHUP): applies what can change live (the eBPF source: the zero-code
+  // probe set, for processes attached from now on). An error leaves the old settings.
+  virtual Status Reconfigure(const DaemonConfig& config) {
+    (void)config;
+    return Status::Ok();
+  }
   // False for sources whose pids are not live processes (a replay): the daemon then never
-  // checks /proc for them.
+  // checks /proc for them, nor reads an energy counter against their timestamps (a replay's
+  // clock is not this machine's).
   virtual bool pids_are_live() const { return true; }
 };
 

@@ -61,7 +61,8 @@ TEST_CASE("agent metrics: /metrics during and after a run passes promtool check 
   CHECK(r.status == 200);
   for (const char* family :
        {"seqpoint_run_projection{", "seqpoint_run_projection_low{", "seqpoint_run_actual{",
-        "seqpoint_run_self_check_error_ratio{", "seqpoint_collector_measurements_total{",
+        "seqpoint_run_self_check_error_ratio{", "seqpoint_run_observer_effect_ratio{",
+        "seqpoint_run_observer_effect_flagged{", "seqpoint_collector_measurements_total{",
         "seqpoint_collector_cost_seconds_total{", "seqpoint_probe_lost_events_total{",
         "seqpoint_upload_spool_batches ", "seqpoint_agent_resident_memory_bytes "}) {
     CHECK_MESSAGE(r.body.find(family) != std::string::npos, family);

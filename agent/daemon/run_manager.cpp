@@ -1,7 +1,11 @@
 #include "agent/daemon/run_manager.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <set>
 
 #include "agent/daemon/log.h"
 #include "agent/daemon/run_key.h"
@@ -18,14 +22,26 @@ int64_t WallNs() {
 }  // namespace
 
 std::string ProcessExit::Describe() const {
-  if (signal && *signal != 0) return "killed by signal " + std::to_string(*signal);
-  if (exit_code && *exit_code != 0) return "exited with status " + std::to_string(*exit_code);
-  if (mid_iteration) return "exited in the middle of an iteration";
-  return "exited";
+  std::string how = "exited";
+  if (signal && *signal != 0) {
+    const char* abbrev = sigabbrev_np(*signal);  // "KILL"; null for real-time signals
+    std::string detail = abbrev ? std::string("SIG") + abbrev : "";
+    if (core_dumped) detail += detail.empty() ? "core dumped" : ", core dumped";
+    how =
+        "killed by signal " + std::to_string(*signal) + (detail.empty() ? "" : " (" + detail + ")");
+  } else if (exit_code) {
+    how = "exited with status " + std::to_string(*exit_code);
+  }
+  return mid_iteration ? how + " in the middle of an iteration" : how;
 }
 
 RunManager::RunManager(Store* store, CollectorFactory collectors, RunManagerOptions options)
     : store_(store), collector_factory_(std::move(collectors)), options_(std::move(options)) {}
+
+void RunManager::Reconfigure(const RunManagerOptions& options) {
+  options_ = options;
+  for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
+}
 
 Status RunManager::Resume() {
   auto active = store_->ListRuns(true, 1 << 20);
@@ -43,6 +59,7 @@ Status RunManager::Resume() {
     if (!tracker.ok()) return tracker.status().WithContext("resuming run " + std::to_string(r.id));
     bool any_alive = !live || r.pids.empty();
     for (int32_t pid : r.pids) any_alive = any_alive || ProcessExists(options_.proc_root, pid);
+    (*tracker)->set_control_every(options_.observer_control_every);
     runs_[r.id] = std::move(*tracker);
     idle_since_ns_[r.id] = WallNs();
     if (!any_alive) {
@@ -97,6 +114,7 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
       return;
     }
     tracker = created->get();
+    tracker->set_control_every(options_.observer_control_every);
     runs_[r.id] = std::move(*created);
     SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + " (" + key + ") started by pid " +
                             std::to_string(p.pid) + (p.comm.empty() ? "" : " (" + p.comm + ")"));
@@ -109,6 +127,8 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
   idle_since_ns_.erase(rec.id);
   Proc& proc = procs_[p.pid];
   proc.run_id = rec.id;
+  attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
+  if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
   UpdateHooks(p.pid, proc, *tracker);
 }
 
@@ -131,10 +151,19 @@ void RunManager::OnIterationBegin(const IterationBegin& b) {
   if (proc->measuring) (void)EndMeasurement(*proc);  // its end never came: discard
   selector::Decision d =
       tracker->Decide(b.pid, b.iter, b.seq_len, b.batch, static_cast<double>(b.tokens));
-  if (!d.measure) return;
+  // A control is timed like any chosen iteration, but no collector touches it.
+  if (!d.measure || tracker->IsControl(b.pid, b.iter)) return;
+  if (proc->rebuild && proc->collectors) {
+    proc->collectors->Close();
+    proc->collectors.reset();
+  }
+  proc->rebuild = false;
   if (!proc->collectors && collector_factory_) {
     proc->collectors = std::make_unique<collectors::CollectorSet>();
-    for (auto& c : collector_factory_()) proc->collectors->Add(std::move(c));
+    const std::set<std::string>& dropped = tracker->dropped_collectors();
+    for (auto& c : collector_factory_()) {
+      if (!dropped.count(std::string(c->name()))) proc->collectors->Add(std::move(c));
+    }
     proc->collectors->Open(collectors::Target{b.pid, ""});
     for (const auto& st : proc->collectors->stats()) {
       CollectorTotals& t = totals_[st.name];
@@ -168,7 +197,70 @@ std::vector<MeasuredValue> RunManager::EndMeasurement(Proc& proc) {
     ++t.ok;
     for (const collectors::Sample& s : r.samples) values.push_back({s.name, s.unit, s.value});
   }
+  // Which counter group each collector held (a failed one still ran its Begin): the observer
+  // effect is estimated per group.
+  for (const collectors::CollectorReading& r : readings) {
+    values.push_back({"group:" + r.collector, "group", static_cast<double>(r.group)});
+  }
   return values;
+}
+
+std::optional<double> RunManager::IterationEnergy(int64_t run_id, RunTracker& tracker,
+                                                  const IterationEnd& e) {
+  if (energy_ == nullptr || e.begin_ns == 0 || e.end_ns < e.begin_ns) return std::nullopt;
+  std::optional<uint32_t> k = attribution_.Divisor(run_id, e.begin_ns, e.end_ns);
+  if (!k) {
+    tracker.CountEnergyUnattributed(/*shared=*/true);
+    return std::nullopt;
+  }
+  std::optional<double> uj = energy_->EnergyBetween(e.begin_ns, e.end_ns);
+  if (!uj) {
+    tracker.CountEnergyUnattributed(/*shared=*/false);
+    return std::nullopt;
+  }
+  return *uj / *k;
+}
+
+void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
+  const ObserverEffect& oe = tracker.observer_effect(options_.observer_threshold);
+  if (!tracker.TakeObserverUpdate() || !oe.flagged) return;  // costs a compare per iteration
+  std::vector<std::string> blamed = oe.FlaggedCollectors();
+  if (tracker.FirstObserverWarning()) {
+    std::string who;
+    for (const std::string& c : blamed) who += (who.empty() ? "" : ", ") + c;
+    char ratio[96];
+    std::snprintf(ratio, sizeof ratio, "%.2fx (95%% interval %.2f-%.2f, %llu pairs)", oe.all.ratio,
+                  oe.all.low, oe.all.high, static_cast<unsigned long long>(oe.all.pairs));
+    SEQPOINT_LOG(
+        kWarn,
+        "run " + std::to_string(run_id) + " (" + tracker.record().key +
+            "): collector-measured iterations take " + ratio +
+            " the time of the control iterations: measuring perturbs the "
+            "training (collectors: " +
+            (who.empty() ? std::string("none open") : who) +
+            "); projections of their metrics are marked perturbed, time and energy corrected" +
+            (options_.observer_drop ? ""
+                                    : " (runs.observer_effect_action = "
+                                      "\"drop\" would stop them)"));
+  }
+  if (!options_.observer_drop) return;
+  bool dropped_now = false;
+  for (const std::string& c : blamed) {
+    if (!tracker.dropped_collectors().insert(c).second) continue;
+    dropped_now = true;
+    SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": dropping collector " + c +
+                            " for the rest of the run (runs.observer_effect_action = \"drop\")");
+  }
+  if (!dropped_now) return;
+  for (auto& [pid, p] : procs_) {
+    if (p.run_id != run_id || !p.collectors) continue;
+    if (p.measuring) {
+      p.rebuild = true;  // after this measurement
+    } else {
+      p.collectors->Close();
+      p.collectors.reset();
+    }
+  }
 }
 
 void RunManager::OnIterationEnd(const IterationEnd& e) {
@@ -177,8 +269,10 @@ void RunManager::OnIterationEnd(const IterationEnd& e) {
   if (tracker == nullptr) return;
   std::vector<MeasuredValue> values;
   if (proc->measuring && *proc->measuring == e.iter) values = EndMeasurement(*proc);
+  std::optional<double> energy = IterationEnergy(proc->run_id, *tracker, e);
   tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
-                    e.end_ns, values);
+                    e.end_ns, values, energy);
+  CheckObserverEffect(proc->run_id, *tracker);
   UpdateHooks(e.pid, *proc, *tracker);
 }
 
@@ -190,6 +284,11 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
   if (proc.measuring) (void)EndMeasurement(proc);
   if (proc.collectors) proc.collectors->Close();
   procs_.erase(it);
+  const uint64_t now_mono = MonotonicNowNs();
+  attribution_.ProcessExited(x.pid, now_mono);
+  // End records arrive at most a poll interval late and an iteration older than the sampler's
+  // ring has no energy anyway: an hour back is far beyond both.
+  if (now_mono > 3'600'000'000'000) attribution_.Prune(now_mono - 3'600'000'000'000);
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return;
   RunTracker& tracker = *run->second;
@@ -231,6 +330,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
   runs_.erase(it);
   idle_since_ns_.erase(run_id);
   ++runs_closed_;
+  if (state == RunState::kCrashed) ++runs_crashed_;
 }
 
 void RunManager::CloseIdleRuns() {

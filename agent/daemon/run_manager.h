@@ -7,6 +7,15 @@
 // closed when its run has spent its budget (then only the probes' end records are consumed,
 // batched, and begin hooks are turned off: the cheapest mode).
 //
+// Energy: with an EnergySampler, every timed iteration gets its share of the node's energy over
+// its probe timestamps (energy_attribution.h says whose it is), and the sampler replaces the
+// energy collector on SeqPoints.
+//
+// Observer effect: the collectors skip the control iterations (observer_effect.h). After each
+// measured iteration the run's estimate is consulted; once flagged it is logged once, and with
+// observer_drop the collectors it blames are dropped for the rest of that run (time and energy
+// go on).
+//
 // Threads: everything runs on the daemon's io_context thread.
 #pragma once
 
@@ -20,6 +29,8 @@
 #include <vector>
 
 #include "agent/daemon/config_validate.h"
+#include "agent/daemon/energy_attribution.h"
+#include "agent/daemon/energy_sampler.h"
 #include "agent/daemon/iteration_source.h"
 #include "agent/daemon/run_tracker.h"
 #include "agent/daemon/store.h"
@@ -35,6 +46,9 @@ struct RunManagerOptions {
   std::string proc_root = "/proc";
   selector::OnlineOptions selector;
   int64_t idle_timeout_s = 600;
+  double observer_threshold = 0.05;     // runs.observer_effect_threshold_pct / 100
+  bool observer_drop = false;           // runs.observer_effect_action == "drop"
+  uint32_t observer_control_every = 4;  // runs.observer_effect_control_every
 };
 
 // Totals per collector over every process measured since the daemon started.
@@ -53,6 +67,10 @@ class RunManager : public IterationSink {
   void set_source(IterationSource* source) { source_ = source; }
   // Called with the final snapshot of every run that closes (the uploader spools it).
   void set_on_run_closed(std::function<void(RunSnapshot)> fn) { on_closed_ = std::move(fn); }
+  // Per-iteration energy from this sampler (null: none). Not owned; outlives the manager.
+  void set_energy_sampler(EnergySampler* sampler) { energy_ = sampler; }
+  EnergySampler* energy_sampler() const { return energy_; }
+  const RunManagerOptions& options() const { return options_; }
 
   // Restores the active runs of the store; closes those whose processes are all gone.
   Status Resume();
@@ -61,7 +79,7 @@ class RunManager : public IterationSink {
   // Closes runs that have had no live process for idle_timeout_s.
   void CloseIdleRuns();
   // New options apply to runs created from now on (a reload).
-  void Reconfigure(const RunManagerOptions& options) { options_ = options; }
+  void Reconfigure(const RunManagerOptions& options);
 
   void OnProcessFound(const ProcessInfo& process) override;
   void OnIterationBegin(const IterationBegin& begin) override;
@@ -72,6 +90,7 @@ class RunManager : public IterationSink {
   RunTracker* FindActive(const std::string& id_or_key);
   const std::map<std::string, CollectorTotals>& collector_totals() const { return totals_; }
   uint64_t runs_closed() const { return runs_closed_; }
+  uint64_t runs_crashed() const { return runs_crashed_; }  // of runs_closed()
   uint64_t store_errors() const { return store_errors_; }
   size_t processes() const { return procs_.size(); }
 
@@ -81,11 +100,14 @@ class RunManager : public IterationSink {
     std::unique_ptr<collectors::CollectorSet> collectors;
     bool begin_hooks = false;
     std::optional<uint64_t> measuring;  // iteration the collectors are measuring
+    bool rebuild = false;               // the run dropped a collector: reopen without it
   };
   Proc* ProcFor(pid_t pid);
   RunTracker* TrackerFor(const Proc& proc);
   void UpdateHooks(pid_t pid, Proc& proc, RunTracker& tracker);
   std::vector<MeasuredValue> EndMeasurement(Proc& proc);
+  std::optional<double> IterationEnergy(int64_t run_id, RunTracker& tracker, const IterationEnd& e);
+  void CheckObserverEffect(int64_t run_id, RunTracker& tracker);
   void CloseRun(int64_t run_id, RunState state, const std::string& reason);
   // fresh: recompute the projections first (closing); else they may be up to 1 s old.
   Status SaveRun(RunTracker& tracker, bool fresh = false);
@@ -99,7 +121,10 @@ class RunManager : public IterationSink {
   std::map<int64_t, int64_t> idle_since_ns_;             // runs with no live process
   std::map<pid_t, Proc> procs_;
   std::map<std::string, CollectorTotals> totals_;
+  EnergySampler* energy_ = nullptr;
+  EnergyAttribution attribution_;
   uint64_t runs_closed_ = 0;
+  uint64_t runs_crashed_ = 0;
   uint64_t store_errors_ = 0;
 };
 

@@ -33,11 +33,14 @@ struct RunRecord {
 };
 
 // Exact-SL histogram: count of observed iterations per padded sequence length, with the
-// per-iteration cheap metric (time) summed so the cost of an SL can be read back.
+// per-iteration cheap metrics (time; energy where a source is present) summed so the cost of
+// an SL can be read back.
 struct HistogramBin {
   uint32_t seq_len = 0;
   uint64_t count = 0;
   double time_ns_sum = 0;
+  double energy_uj_sum = 0;   // over the energy_count iterations that were given an energy
+  uint64_t energy_count = 0;  // (energy_sampler.h; not while another run shares the node)
 };
 
 // Iterations of a run are numbered in arrival order across its processes (the run's ordinal,
@@ -70,6 +73,9 @@ struct Projection {
   double total = 0, low = 0, high = 0;
   double actual = std::numeric_limits<double>::quiet_NaN();
   uint64_t measured = 0;  // iterations whose measurement fed this projection
+  // Fed by measured iterations that the run's observer-effect check found slowed by the
+  // measurement (observer_effect.h): the values may be inflated too.
+  bool perturbed = false;
 };
 
 // One iteration as the selector was fed it, in order: replaying these rebuilds the selector's

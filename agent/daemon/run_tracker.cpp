@@ -1,5 +1,6 @@
 #include "agent/daemon/run_tracker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -17,14 +18,11 @@ int64_t WallNs() {
 
 constexpr int64_t kNsPerDay = int64_t{86400} * 1000000000;
 
-// A whole-run total is meaningful for quantities that add up over iterations (time, energy,
-// counts); a gauge (power, clock, temperature, utilisation, perf's running ratio) does not add,
-// so it is not projected as a total.
-bool Additive(const std::string& unit) {
-  return unit != "ratio" && unit != "%" && unit != "W" && unit != "MHz" && unit != "C";
-}
-
 }  // namespace
+
+bool IsBookkeepingMetric(const std::string& metric) {
+  return metric.rfind("observer:", 0) == 0 || metric.rfind("group:", 0) == 0;
+}
 
 Result<std::unique_ptr<RunTracker>> RunTracker::Create(RunRecord record,
                                                        const selector::OnlineOptions& options) {
@@ -52,6 +50,8 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     t.histogram_[b.seq_len] = b;
     t.actual_time_ns_ += b.time_ns_sum;
     t.timed_iterations_ += b.count;
+    t.actual_energy_uj_ += b.energy_uj_sum;
+    t.energy_iterations_ += b.energy_count;
   }
   for (const Measurement& m : measurements) {
     auto& mi = t.measured_[m.ordinal];
@@ -61,7 +61,9 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     mi.batch = m.batch;
     mi.values.push_back({m.metric, m.unit, m.value});
   }
+  for (const auto& [ordinal, mi] : t.measured_) ++t.visits_[mi.pid];
   t.dirty_ = true;
+  t.observer_dirty_ = true;
   return created;
 }
 
@@ -101,13 +103,22 @@ selector::Decision RunTracker::Decide(pid_t pid, uint64_t iter, uint32_t seq_len
   if (auto it = pending_.find(key); it != pending_.end()) return it->second.decision;
   selector::Decision d;
   uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, &d);
-  pending_[key] = {ordinal, d};
+  const bool control =
+      d.measure && IsControlVisit(visits_[pid]++, control_every_,
+                                  static_cast<uint64_t>(pid) * 1000003u + record_.id);
+  pending_[key] = {ordinal, d, control};
   return d;
+}
+
+bool RunTracker::IsControl(pid_t pid, uint64_t iter) const {
+  auto it = pending_.find({pid, iter});
+  return it != pending_.end() && it->second.control;
 }
 
 void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
                           uint64_t begin_ns, uint64_t end_ns,
-                          const std::vector<MeasuredValue>& values) {
+                          const std::vector<MeasuredValue>& values,
+                          std::optional<double> energy_uj) {
   Pending p{};
   auto key = std::make_pair(pid, iter);
   if (auto it = pending_.find(key); it != pending_.end()) {
@@ -115,28 +126,53 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     pending_.erase(it);
   } else {
     p.ordinal = Feed(pid, iter, seq_len, batch, tokens, &p.decision);
+    // Chosen without a begin hook: no collector ran, whatever the draw says.
+    if (p.decision.measure) {
+      p.control = IsControlVisit(visits_[pid]++, control_every_,
+                                 static_cast<uint64_t>(pid) * 1000003u + record_.id);
+    }
   }
   const int64_t now = WallNs();
   const bool timed = begin_ns > 0 && end_ns >= begin_ns;
   const double time_ns = timed ? static_cast<double>(end_ns - begin_ns) : 0;
+  const double energy = energy_uj.value_or(-1);
+  const bool has_energy = std::isfinite(energy) && energy >= 0;
+  HistogramBin& bin = histogram_[seq_len];
   if (timed) {
-    histogram_[seq_len].time_ns_sum += time_ns;
+    bin.time_ns_sum += time_ns;
     ++timed_iterations_;
     actual_time_ns_ += time_ns;
     AddCost(seq_len, "time_ns", time_ns, now);
   }
+  if (has_energy) {
+    bin.energy_uj_sum += energy;
+    ++bin.energy_count;
+    ++energy_iterations_;
+    actual_energy_uj_ += energy;
+    AddCost(seq_len, "energy_uj", energy, now);
+  }
   if (p.decision.measure) {
     MeasuredIteration& mi = measured_[p.ordinal];
-    mi = {pid, iter, seq_len, batch, values};
-    if (timed) mi.values.push_back({"time_ns", "ns", time_ns});
-    for (const MeasuredValue& v : mi.values) {
-      new_measurements_.push_back(
-          {p.ordinal, pid, iter, seq_len, batch, v.metric, v.unit, v.value});
-      if (v.metric != "time_ns") AddCost(seq_len, v.metric, v.value, now);
+    mi = {pid, iter, seq_len, batch, {}};
+    for (const MeasuredValue& v : values) {
+      // The sampler's energy wins: it is the one the actual total sums.
+      if (has_energy && v.metric == "energy_uj") continue;
+      AddValue(p.ordinal, mi, v);
+      if (!IsBookkeepingMetric(v.metric)) AddCost(seq_len, v.metric, v.value, now);
     }
+    if (timed) AddValue(p.ordinal, mi, {"time_ns", "ns", time_ns});
+    if (has_energy) AddValue(p.ordinal, mi, {"energy_uj", "uJ", energy});
+    if (p.control) AddValue(p.ordinal, mi, {"observer:control", "flag", 1});
+    observer_dirty_ = true;
   }
   record_.updated_unix_ns = now;
   dirty_ = true;
+}
+
+void RunTracker::AddValue(uint64_t ordinal, const MeasuredIteration& mi, MeasuredValue v) {
+  new_measurements_.push_back(
+      {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.metric, v.unit, v.value});
+  measured_[ordinal].values.push_back(std::move(v));
 }
 
 void RunTracker::DropPending(pid_t pid) {
@@ -161,75 +197,6 @@ void RunTracker::AddCost(uint32_t seq_len, const std::string& metric, double val
   row.sumsq += value * value;
 }
 
-void RunTracker::Recompute(int64_t now_ns) {
-  // Current() re-bins, which would steer the selector's later decisions by when /metrics or a
-  // flush happened to ask; on a copy, the live selector sees only OnIteration calls, so a
-  // restart's replay of the log rebuilds it exactly.
-  selector::OnlineSelector view = selector_;
-  selector::Selection sel = view.Current();
-  seqpoints_.clear();
-  for (const selector::SeqPoint& p : sel.points) {
-    SeqPointRecord r;
-    for (uint64_t ordinal : p.iters) {
-      auto id = sample_ids_.find(ordinal);
-      if (id == sample_ids_.end()) continue;
-      r.pids.push_back(id->second.first);
-      r.iters.push_back(id->second.second);
-    }
-    r.iter = r.iters.empty() ? 0 : r.iters.front();
-    r.seq_len = p.seq_len;
-    r.weight = static_cast<double>(p.weight);
-    r.bin_lo = p.bin_lo;
-    r.bin_hi = p.bin_hi;
-    seqpoints_.push_back(std::move(r));
-  }
-  std::map<std::string, std::string> metrics;  // name -> unit
-  for (const auto& [ordinal, mi] : measured_) {
-    for (const MeasuredValue& v : mi.values) {
-      if (Additive(v.unit)) metrics.emplace(v.metric, v.unit);
-    }
-  }
-  projections_.clear();
-  self_check_ = SelfCheck{};
-  for (const auto& [metric, unit] : metrics) {
-    std::vector<std::vector<selector::Observation>> obs(sel.points.size());
-    for (size_t p = 0; p < sel.points.size(); ++p) {
-      for (uint64_t ordinal : sel.points[p].iters) {
-        auto it = measured_.find(ordinal);
-        if (it == measured_.end()) continue;
-        for (const MeasuredValue& v : it->second.values) {
-          if (v.metric != metric || !std::isfinite(v.value)) continue;
-          obs[p].push_back({selector::CostProxy(it->second.seq_len, it->second.batch), v.value});
-        }
-      }
-    }
-    auto proj = selector::ProjectMetric(sel, obs);
-    if (!proj.ok() || proj->samples == 0) continue;
-    Projection out{metric,       unit,       proj->total,
-                   proj->low,    proj->high, std::numeric_limits<double>::quiet_NaN(),
-                   proj->samples};
-    if (metric == "time_ns" && timed_iterations_ > 0 && sel.iterations > 0) {
-      out.actual = actual_time_ns_;
-      SelfCheck& c = self_check_;
-      c.projected = proj->total;
-      c.low = proj->low;
-      c.high = proj->high;
-      c.actual = actual_time_ns_;
-      // Per observed iteration, so that iterations in flight or without a begin timestamp
-      // do not count as error.
-      double scale = static_cast<double>(timed_iterations_) / static_cast<double>(sel.iterations);
-      double expected = proj->total * scale;
-      c.error = actual_time_ns_ > 0 ? (expected - actual_time_ns_) / actual_time_ns_ : 0;
-      c.within_interval =
-          actual_time_ns_ >= proj->low * scale && actual_time_ns_ <= proj->high * scale;
-      c.valid = true;
-    }
-    projections_.push_back(std::move(out));
-  }
-  computed_at_ns_ = now_ns;
-  dirty_ = false;
-}
-
 RunSnapshot RunTracker::Snapshot(int64_t max_age_ns) {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
@@ -246,12 +213,20 @@ RunSnapshot RunTracker::Snapshot(int64_t max_age_ns) {
 
 SelfCheck RunTracker::self_check() {
   (void)Snapshot(0);
-  return self_check_;
+  for (const SelfCheck& c : self_checks_) {
+    if (c.metric == "time_ns") return c;
+  }
+  return SelfCheck{};
+}
+
+std::vector<SelfCheck> RunTracker::self_checks() {
+  (void)Snapshot(0);
+  return self_checks_;
 }
 
 size_t RunTracker::MemoryBytes() const {
   return sizeof(*this) + selector_.MemoryBytes() + histogram_.size() * 64 + measured_.size() * 160 +
-         pending_.size() * 64 + sample_ids_.size() * 64 +
+         pending_.size() * 64 + sample_ids_.size() * 64 + visits_.size() * 48 +
          new_log_.capacity() * sizeof(IterationLogEntry) + tail_log_.size() * 96;
 }
 

@@ -56,6 +56,13 @@ CREATE TABLE spool(
 CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 )sql";
 
+// v2: energy on every iteration (per-SL sums) and the observer-effect mark on projections.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE histogram ADD COLUMN energy_uj_sum REAL NOT NULL DEFAULT 0;
+ALTER TABLE histogram ADD COLUMN energy_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE projections ADD COLUMN perturbed INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 std::string JoinInts(const auto& values) {
   std::string out;
   for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -141,7 +148,8 @@ Status Store::Migrate() {
   }
   SqliteTransaction tx(*db_);
   SEQPOINT_RETURN_IF_ERROR(tx.Begin());
-  SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
+  if (version < 1) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
+  if (version < 2) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
   return tx.Commit();
@@ -173,11 +181,13 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
   (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved)).Bind(9, r.id);
   SEQPOINT_RETURN_IF_ERROR((*run)->Run());
 
-  auto hist = db_->Prepare("INSERT OR REPLACE INTO histogram VALUES(?, ?, ?, ?)");
+  auto hist = db_->Prepare(
+      "INSERT OR REPLACE INTO histogram(run_id, seq_len, count, time_ns_sum, energy_uj_sum, "
+      "energy_count) VALUES(?, ?, ?, ?, ?, ?)");
   if (!hist.ok()) return hist.status();
   for (const HistogramBin& b : snap.histogram) {
     (*hist)->Bind(1, r.id).Bind(2, int64_t(b.seq_len)).Bind(3, int64_t(b.count));
-    (*hist)->Bind(4, b.time_ns_sum);
+    (*hist)->Bind(4, b.time_ns_sum).Bind(5, b.energy_uj_sum).Bind(6, int64_t(b.energy_count));
     SEQPOINT_RETURN_IF_ERROR((*hist)->Run());
   }
   SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM seqpoints WHERE run_id=" + std::to_string(r.id)));
@@ -189,12 +199,14 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
     (*sp)->Bind(7, int64_t(p.bin_lo)).Bind(8, int64_t(p.bin_hi));
     SEQPOINT_RETURN_IF_ERROR((*sp)->Run());
   }
-  auto proj = db_->Prepare("INSERT OR REPLACE INTO projections VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto proj = db_->Prepare(
+      "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
+      "measured, updated_ns, perturbed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!proj.ok()) return proj.status();
   for (const Projection& p : snap.projections) {
     (*proj)->Bind(1, r.id).Bind(2, p.metric).Bind(3, p.unit).Bind(4, p.total).Bind(5, p.low);
     (*proj)->Bind(6, p.high).Bind(7, p.actual).Bind(8, int64_t(p.measured));
-    (*proj)->Bind(9, r.updated_unix_ns);
+    (*proj)->Bind(9, r.updated_unix_ns).Bind(10, int64_t(p.perturbed ? 1 : 0));
     SEQPOINT_RETURN_IF_ERROR((*proj)->Run());
   }
   auto meas = db_->Prepare("INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -251,8 +263,8 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
   snap.run = ReadRunRow(**s);
 
   auto h = db_->Prepare(
-      "SELECT seq_len, count, time_ns_sum FROM histogram WHERE run_id=? "
-      "ORDER BY seq_len");
+      "SELECT seq_len, count, time_ns_sum, energy_uj_sum, energy_count FROM histogram "
+      "WHERE run_id=? ORDER BY seq_len");
   if (!h.ok()) return h.status();
   (*h)->Bind(1, id);
   while (true) {
@@ -260,7 +272,8 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     if (!more.ok()) return more.status();
     if (!*more) break;
     snap.histogram.push_back({static_cast<uint32_t>((*h)->Int(0)),
-                              static_cast<uint64_t>((*h)->Int(1)), (*h)->Double(2)});
+                              static_cast<uint64_t>((*h)->Int(1)), (*h)->Double(2), (*h)->Double(3),
+                              static_cast<uint64_t>((*h)->Int(4))});
   }
   auto p = db_->Prepare(
       "SELECT iter, iters, pids, seq_len, weight, bin_lo, bin_hi FROM seqpoints "
@@ -282,7 +295,7 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     snap.seqpoints.push_back(std::move(sp));
   }
   auto j = db_->Prepare(
-      "SELECT metric, unit, total, low, high, actual, measured FROM projections "
+      "SELECT metric, unit, total, low, high, actual, measured, perturbed FROM projections "
       "WHERE run_id=? ORDER BY metric");
   if (!j.ok()) return j.status();
   (*j)->Bind(1, id);
@@ -292,7 +305,7 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     if (!*more) break;
     snap.projections.push_back({(*j)->Text(0), (*j)->Text(1), (*j)->Double(2), (*j)->Double(3),
                                 (*j)->Double(4), (*j)->Double(5),
-                                static_cast<uint64_t>((*j)->Int(6))});
+                                static_cast<uint64_t>((*j)->Int(6)), (*j)->Int(7) != 0});
   }
   return snap;
 }

@@ -22,7 +22,7 @@
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;  // 2: energy sums, perturbed projections
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {

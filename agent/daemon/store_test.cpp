@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "agent/daemon/test_util.h"
 
 using namespace seqpoint::daemon;
@@ -123,4 +125,46 @@ TEST_CASE("agent store: SL-bin cost history accumulates per day") {
   CHECK((*rows)[0].sum == doctest::Approx(32.0));
   REQUIRE((*store)->PruneHistory(19001).ok());
   CHECK((*store)->QueryBinCost(100, "time_ns", 0)->size() == 1);
+}
+
+TEST_CASE("agent store: a version 1 database gains the energy and perturbed columns, data kept") {
+  testing::TempDir dir;
+  int64_t id = 0;
+  {
+    // A v1 file: today's schema with v2's columns dropped, as seqpointd 0.1 wrote it.
+    auto store = Store::Open(dir.File("state.db"));
+    REQUIRE(store.ok());
+    RunRecord r;
+    r.key = "old";
+    id = *(*store)->CreateRun(r);
+    SqliteDb& db = (*store)->db();
+    for (const char* sql :
+         {"ALTER TABLE histogram DROP COLUMN energy_uj_sum",
+          "ALTER TABLE histogram DROP COLUMN energy_count",
+          "ALTER TABLE projections DROP COLUMN perturbed", "PRAGMA user_version = 1"}) {
+      REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
+    }
+    REQUIRE(
+        db.Exec("INSERT INTO histogram VALUES(" + std::to_string(id) + ", 12, 10, 1.2e9)").ok());
+  }
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  auto old = (*store)->LoadRun(id);
+  REQUIRE(old.ok());
+  REQUIRE(old->histogram.size() == 1);
+  CHECK(old->histogram[0].time_ns_sum == 1.2e9);
+  CHECK(old->histogram[0].energy_count == 0);
+  RunSnapshot s = *old;
+  s.histogram[0].energy_uj_sum = 3.5e6;
+  s.histogram[0].energy_count = 7;
+  s.projections = {{"energy_uj", "uJ", 5e6, 4e6, 6e6, 3.5e6, 2, false},
+                   {"perf:cycles", "count", 1e9, 9e8, 1.1e9, NAN, 2, true}};
+  REQUIRE((*store)->SaveRun(s, {}, {}).ok());
+  auto back = (*store)->LoadRun(id);
+  REQUIRE(back.ok());
+  CHECK(back->histogram[0].energy_uj_sum == 3.5e6);
+  CHECK(back->histogram[0].energy_count == 7);
+  REQUIRE(back->projections.size() == 2);
+  CHECK(!back->projections[0].perturbed);
+  CHECK(back->projections[1].perturbed);
 }

@@ -1,6 +1,7 @@
 #include "agent/daemon/uploader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "agent/daemon/http_post.h"
@@ -22,9 +23,28 @@ Result<std::unique_ptr<Uploader>> Uploader::Create(boost::asio::io_context& io, 
                                                    UploaderOptions options, Sampler sampler) {
   auto url = ParseHttpUrl(options.url);
   if (!url.ok()) return url.status().WithContext("upload.url");
+  std::unique_ptr<UploadTls> tls;
+  if (url->tls) {
+    auto t = UploadTls::Create(options.tls, url->host);
+    if (!t.ok()) return t.status();
+    tls = std::move(*t);
+    if (options.tls.insecure_skip_verify) {
+      SEQPOINT_LOG(
+          kWarn, "upload: upload.tls_insecure_skip_verify = true: the certificate of " + url->host +
+                     " is NOT verified; anyone on the network path can read and change the "
+                     "upload. Use upload.tls_ca_file instead, outside tests");
+    }
+  } else if (options.auth.any()) {
+    SEQPOINT_LOG(kWarn, "upload: credentials are sent to " + url->host +
+                            " over plain http://: anyone on the network path can read them; use "
+                            "https:// in upload.url");
+  }
+  // Unreadable credential files are config errors at start (the daemon validates them too).
+  if (auto auth = ReadAuthorization(options.auth); !auth.ok()) return auth.status();
   auto dropped = store->GetCounter("spool_dropped_batches");
   std::unique_ptr<Uploader> u(
       new Uploader(io, store, std::move(options), std::move(*url), std::move(sampler)));
+  u->tls_ = std::move(tls);
   if (dropped.ok()) u->stats_.dropped_batches = *dropped;
   return u;
 }
@@ -100,9 +120,19 @@ void Uploader::TrySend() {
   HttpHeaders headers = {{"Content-Encoding", "snappy"},
                          {"Content-Type", "application/x-protobuf"},
                          {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+  // Credentials and certificates are read again for every request (rotation needs no reload).
+  auto auth = ReadAuthorization(options_.auth);
+  Result<TlsClientConfig> tls = TlsClientConfig{};
+  if (tls_) tls = tls_->Current();
+  if (!auth.ok() || !tls.ok()) {
+    sending_ = false;
+    RetryLater((auth.ok() ? tls.status() : auth.status()).message());
+    return;
+  }
+  if (*auth) headers.emplace_back("Authorization", std::move(**auth));
   std::weak_ptr<bool> alive = alive_;
   HttpPost(io_, url_, std::move((*batch)->payload), std::move(headers),
-           std::chrono::seconds(options_.timeout_s),
+           std::chrono::seconds(options_.timeout_s), tls_ ? &*tls : nullptr,
            [this, alive, id, samples](Result<HttpResponse> r) {
              auto a = alive.lock();
              if (!a || !*a) return;
@@ -131,6 +161,17 @@ void Uploader::OnSent(int64_t id, int64_t samples, Result<HttpResponse> result) 
     return;
   }
   std::string body = result->body.substr(0, 300);
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
+  if (status == 401 || status == 403 || status == 404 || status == 407) {
+    // The config is wrong, not the batch: keep it spooled until a reload fixes the config.
+    (void)store_->SpoolCountAttempt(id);
+    RetryLater("HTTP " + std::to_string(status) + ": " + body + " (" +
+               (status == 404 ? "no remote-write receiver at this path: fix upload.url"
+                              : "the endpoint refused the credentials: check "
+                                "upload.bearer_token_file or upload.basic_auth_*") +
+               ")");
+    return;
+  }
   if (status >= 400 && status < 500 && status != 429) {
     // Remote-write spec: a 4xx will fail again; drop the batch rather than block the spool.
     (void)store_->SpoolDelete(id);
@@ -163,12 +204,21 @@ void Uploader::RetryLater(const std::string& error) {
   waiting_retry_ = true;
   retry_timer_.expires_after(delay);
   std::weak_ptr<bool> alive = alive_;
-  retry_timer_.async_wait([this, alive](boost::system::error_code ec) {
+  const uint64_t generation = ++retry_generation_;
+  retry_timer_.async_wait([this, alive, generation](boost::system::error_code ec) {
     auto a = alive.lock();
-    if (!a || !*a) return;
+    if (!a || !*a || generation != retry_generation_) return;  // stale: RetryNow() came first
     waiting_retry_ = false;
     if (!ec) TrySend();
   });
+}
+
+void Uploader::RetryNow() {
+  if (!waiting_retry_ || stopped_) return;
+  ++retry_generation_;
+  retry_timer_.cancel();
+  waiting_retry_ = false;
+  TrySend();
 }
 
 }  // namespace seqpoint::daemon

@@ -4,11 +4,17 @@
 //
 // Delivery: at-least-once. A batch leaves the spool only after a 2xx (or a 4xx other than 429:
 // the endpoint will never take it, e.g. samples too old; counted as rejected). Failures (refused,
-// timeout, 5xx, 429) retry the same batch with exponential backoff from upload.backoff_initial_ms
+// timeout, TLS, 5xx, 429, and 401/403/404/407: the config is wrong, not the batch) retry the same
+// batch with exponential backoff from upload.backoff_initial_ms
 // doubling to upload.backoff_max_s, with +-20% jitter so a fleet does not retry in lockstep.
 // The spool survives restarts; it is bounded by upload.spool_max_bytes, dropping the oldest
 // batches first (counted; see store_spool.cpp). Sending stays ordered, so each series' samples
 // reach the endpoint in timestamp order, as Prometheus requires.
+//
+// https:// endpoints, client certificates and credentials: upload_security.h. A TLS or
+// credential failure (wrong CA, unreadable token file) is a failure like any other: logged,
+// counted in seqpoint_upload_failures_total, retried with backoff; the spool keeps every batch
+// until a reload fixes the config.
 //
 // Threads: runs on the daemon's io_context.
 #pragma once
@@ -26,11 +32,14 @@
 #include "agent/daemon/http_post.h"
 #include "agent/daemon/metric_family.h"
 #include "agent/daemon/store.h"
+#include "agent/daemon/upload_security.h"
 
 namespace seqpoint::daemon {
 
 struct UploaderOptions {
-  std::string url;  // http://host:port/path
+  std::string url;         // http[s]://host:port/path
+  UploadTlsOptions tls;    // for https://
+  UploadAuthOptions auth;  // Authorization header, from files
   int64_t interval_s = 15;
   int64_t timeout_s = 10;
   int64_t backoff_initial_ms = 500;
@@ -61,6 +70,8 @@ class Uploader {
   void Stop();
   // Spools these families now (e.g. the final projection of a run that just closed).
   void SpoolNow(const std::vector<MetricFamily>& families);
+  // Sends now if waiting for a retry (a reload may have fixed what failed: a CA or token file).
+  void RetryNow();
   const UploaderStats& stats() const { return stats_; }
   Result<SpoolStats> spool() const { return store_->SpoolStatus(); }
   const UploaderOptions& options() const { return options_; }
@@ -78,10 +89,12 @@ class Uploader {
   UploaderOptions options_;
   HttpUrl url_;
   Sampler sampler_;
+  std::unique_ptr<UploadTls> tls_;  // https:// only
   boost::asio::steady_timer sample_timer_;
   boost::asio::steady_timer retry_timer_;
   bool sending_ = false;
   bool waiting_retry_ = false;
+  uint64_t retry_generation_ = 0;  // tells a cancelled retry timer's handler it is stale
   bool stopped_ = true;
   UploaderStats stats_;
   std::minstd_rand jitter_{std::random_device{}()};

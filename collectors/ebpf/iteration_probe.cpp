@@ -125,6 +125,18 @@ Result<LinkPtr> IterationProbeSkeleton::AttachZeroCode(int pid, const std::strin
   return LinkPtr(link);
 }
 
+Status IterationProbeSkeleton::SetZeroCodeConfig(uint32_t index,
+                                                 const sp_zero_code_config& config) {
+  if (index >= SP_MAX_ZERO_CODE_PROBES) {
+    return InvalidArgument("zero-code probe index " + std::to_string(index) + " is out of range");
+  }
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.zero_code_config), &index, &config, BPF_ANY) !=
+      0) {
+    return LibbpfError("writing the zero-code probe table", errno);
+  }
+  return Status::Ok();
+}
+
 void IterationProbeSkeleton::SetHookMode(uint32_t mode) {
   __atomic_store_n(&skel_->bss->hook_mode, mode, __ATOMIC_RELEASE);
 }

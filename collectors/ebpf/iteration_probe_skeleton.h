@@ -47,6 +47,10 @@ class IterationProbeSkeleton {
   Result<LinkPtr> AttachZeroCode(int pid, const std::string& binary, const std::string& function,
                                  uint32_t probe, bool boundary);
 
+  // Rewrites entry `index` of the zero-code probe table (a config reload). The caller makes
+  // sure no attached uprobe carries that index in its cookie.
+  Status SetZeroCodeConfig(uint32_t index, const sp_zero_code_config& config);
+
   // enum sp_hook_mode, written straight into the programs' mmapped .bss (no syscall).
   void SetHookMode(uint32_t mode);
 

@@ -5,9 +5,11 @@
 #include <bpf/libbpf.h>
 #include <time.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 namespace seqpoint::ebpf {
 namespace {
@@ -47,6 +49,11 @@ std::vector<Key> KeysWhere(int fd, Match match) {
     prev = &key;
   }
   return keys;
+}
+
+sp_zero_code_config BpfConfig(const ZeroCodeProbe& probe) {
+  return {probe.arg_index, probe.arg_bytes, probe.deref ? 1u : 0u,
+          static_cast<uint32_t>(probe.reduce)};
 }
 
 }  // namespace
@@ -91,14 +98,15 @@ Result<std::unique_ptr<IterationProbes>> IterationProbes::Create(
   config.btf_path = options.btf_path;
   for (const ZeroCodeProbe& probe : options.zero_code) {
     SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(probe));
-    config.zero_code.push_back({probe.arg_index, probe.arg_bytes, probe.deref ? 1u : 0u,
-                                static_cast<uint32_t>(probe.reduce)});
+    config.zero_code.push_back(BpfConfig(probe));
   }
   auto skel = IterationProbeSkeleton::Load(config);
   if (!skel.ok()) return skel.status();
 
   std::unique_ptr<IterationProbes> self(new IterationProbes(options, sink));
   self->skel_ = std::move(*skel);
+  self->slots_ = options.zero_code;
+  for (uint32_t i = 0; i < options.zero_code.size(); ++i) self->slot_of_.push_back(i);
   ClearLibbpfLog();
   ring_buffer* rb =
       ring_buffer__new(self->skel_->events_fd(), &IterationProbes::OnRecord, self.get(), nullptr);
@@ -152,6 +160,13 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
     DetachPid(pid);  // the pid was reused by another process
     it = attached_.end();
   }
+  const bool usdt =
+      std::any_of(targets.targets.begin(), targets.targets.end(),
+                  [](const AttachTarget& t) { return t.kind == AttachTarget::Kind::kUsdt; });
+  if (usdt && it != attached_.end() && it->second.zero_code_slot >= 0) {
+    DetachPid(pid);  // it loaded the provider after a zero-code probe attached: USDT only now
+    it = attached_.end();
+  }
   if (targets.targets.empty() && it == attached_.end()) {
     std::string why = "pid " + std::to_string(pid) + " (" + targets.identity.comm + ", " +
                       (targets.exe.empty() ? "no executable mapping" : targets.exe) +
@@ -163,13 +178,23 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
   }
   bool fresh = it == attached_.end();
   if (fresh) {
-    it = attached_.emplace(pid, Attachment{targets.identity, targets.exe, {}, {}}).first;
+    it = attached_.emplace(pid, Attachment{targets.identity, targets.exe, {}, {}, -1}).first;
   }
   Attachment& att = it->second;
   int added = 0;
   Status first_error;
+  // Targets come in the configured order: the first zero-code probe found is the preferred.
+  int slot = att.zero_code_slot;
   for (const AttachTarget& t : targets.targets) {
     std::string key = t.Key();
+    if (t.kind != AttachTarget::Kind::kUsdt) {
+      if (t.probe >= slot_of_.size()) continue;  // found with another set (cannot happen)
+      int s = static_cast<int>(slot_of_[t.probe]);
+      if (slot < 0) slot = s;
+      if (s != slot) continue;
+      key = (t.kind == AttachTarget::Kind::kBoundaryFunction ? "boundary:" : "sl:") +
+            std::to_string(s) + ":" + t.mapped_path;
+    }
     if (att.links.count(key) > 0) continue;
     Result<LinkPtr> link = Status(ErrorCode::kInternal, "unset");
     std::string source;
@@ -186,9 +211,10 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       source = "usdt " + t.mapped_path;
     } else {
       bool boundary = t.kind == AttachTarget::Kind::kBoundaryFunction;
-      link = skel_->AttachZeroCode(pid, t.open_path, t.function, t.probe, boundary);
-      source = "zero-code " + options_.zero_code[t.probe].name + (boundary ? " boundary " : " ") +
-               t.function + " in " + t.mapped_path;
+      link = skel_->AttachZeroCode(pid, t.open_path, t.function, static_cast<uint32_t>(slot),
+                                   boundary);
+      source = "zero-code " + slots_[slot].name + (boundary ? " boundary " : " ") + t.function +
+               " in " + t.mapped_path;
     }
     if (!link.ok()) {
       att.links.erase(key + ":end");
@@ -197,6 +223,7 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
     }
     att.links.emplace(key, std::move(*link));
     att.sources.push_back(source);
+    if (t.kind != AttachTarget::Kind::kUsdt) att.zero_code_slot = slot;
     ++added;
   }
   if (att.links.empty()) {
@@ -312,6 +339,60 @@ std::string IterationProbes::Describe(int pid) const {
   std::string out;
   for (const std::string& s : it->second.sources) out += (out.empty() ? "" : "; ") + s;
   return out;
+}
+
+Status IterationProbes::SetZeroCodeProbes(std::vector<ZeroCodeProbe> probes) {
+  if (probes.size() > SP_MAX_ZERO_CODE_PROBES) {
+    return InvalidArgument(std::to_string(probes.size()) +
+                           " zero-code probes configured; at most " +
+                           std::to_string(SP_MAX_ZERO_CODE_PROBES) + " are supported");
+  }
+  for (const ZeroCodeProbe& p : probes) SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(p));
+  std::set<int> in_use;  // slots in the cookies of attached uprobes
+  for (const auto& [pid, att] : attached_) in_use.insert(att.zero_code_slot);
+  std::vector<ZeroCodeProbe> slots = slots_;
+  std::vector<uint32_t> slot_of(probes.size(), SP_MAX_ZERO_CODE_PROBES);
+  std::set<uint32_t> taken;
+  for (size_t i = 0; i < probes.size(); ++i) {  // unchanged probes keep their slots
+    for (uint32_t s = 0; s < slots.size(); ++s) {
+      if (taken.count(s) == 0 && slots[s] == probes[i]) {
+        slot_of[i] = s;
+        taken.insert(s);
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (slot_of[i] != SP_MAX_ZERO_CODE_PROBES) continue;
+    uint32_t s = 0;
+    while (s < slots.size() && (taken.count(s) > 0 || in_use.count(static_cast<int>(s)) > 0)) ++s;
+    if (s == SP_MAX_ZERO_CODE_PROBES) {
+      return Unavailable("no free zero-code probe slot for '" + probes[i].name +
+                         "': processes attached with earlier probe sets hold the others; the new "
+                         "set applies once they exit, or after a restart of the agent");
+    }
+    if (s == slots.size()) slots.emplace_back();
+    SEQPOINT_RETURN_IF_ERROR(skel_->SetZeroCodeConfig(s, BpfConfig(probes[i])));
+    slots[s] = probes[i];
+    slot_of[i] = s;
+    taken.insert(s);
+  }
+  slots_ = std::move(slots);
+  slot_of_ = std::move(slot_of);
+  options_.zero_code = std::move(probes);
+  finder_ = TargetFinder(options_.proc_root, options_.zero_code);
+  return Status::Ok();
+}
+
+const ZeroCodeProbe* IterationProbes::ZeroCodeProbeOf(uint32_t event_probe) const {
+  if (event_probe == 0 || event_probe > slots_.size()) return nullptr;
+  return &slots_[event_probe - 1];
+}
+
+const ZeroCodeProbe* IterationProbes::AttachedZeroCodeProbe(int pid) const {
+  auto it = attached_.find(pid);
+  if (it == attached_.end() || it->second.zero_code_slot < 0) return nullptr;
+  return &slots_[static_cast<size_t>(it->second.zero_code_slot)];
 }
 
 void IterationProbes::SetHookMode(HookMode mode) {

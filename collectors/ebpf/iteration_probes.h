@@ -130,6 +130,10 @@ class IterationProbes {
   // Attaches to what `pid` carries now; call again after it loads libraries (idempotent). A
   // reused pid (another process) is detached and attached afresh. Returns the number of new
   // attachments; NotFound names the process and why when it carries nothing.
+  // One source of iterations per process (two would report every iteration twice): the USDT
+  // provider when it carries it, else the first configured zero-code probe whose libraries it
+  // maps, kept for the life of the process. A process that loads the provider after a zero-code
+  // probe attached is switched to USDT (its open zero-code iteration is delivered EXITED).
   Result<int> AttachPid(int pid);
   // The same, with targets found by the caller (ProcessDiscovery).
   Result<int> AttachTargets(const ProcessTargets& targets);
@@ -140,6 +144,16 @@ class IterationProbes {
   std::vector<int> AttachedPids() const;
   // "usdt /path; zero-code miopen-rnn" for messages.
   std::string Describe(int pid) const;
+
+  // Replaces the zero-code probe set (a config reload): every attach from now on uses the new
+  // set; attached processes keep the probes they have until they exit or exec. A probe in both
+  // sets keeps its table slot; a new or changed one takes a slot that no attached process uses
+  // (SP_MAX_ZERO_CODE_PROBES in all). On error the old set stays.
+  Status SetZeroCodeProbes(std::vector<ZeroCodeProbe> probes);
+  // The zero-code probe an event came from (IterationEvent::probe); null for USDT.
+  const ZeroCodeProbe* ZeroCodeProbeOf(uint32_t event_probe) const;
+  // The zero-code probe `pid` is attached through; null when through USDT or not attached.
+  const ZeroCodeProbe* AttachedZeroCodeProbe(int pid) const;
 
   void SetHookMode(HookMode mode);
   Status WantIteration(int pid, uint64_t iter);
@@ -159,8 +173,9 @@ class IterationProbes {
   struct Attachment {
     ProcessIdentity identity;
     std::string exe;
-    std::map<std::string, LinkPtr> links;  // AttachTarget::Key() -> link
+    std::map<std::string, LinkPtr> links;  // AttachTarget::Key() (zero-code: by slot) -> link
     std::vector<std::string> sources;
+    int zero_code_slot = -1;  // the one zero-code probe of this process; -1: none (USDT)
   };
 
   IterationProbes(IterationProbesOptions options, IterationSink* sink);
@@ -169,7 +184,11 @@ class IterationProbes {
   void FlushOpenIterations(int pid);
   void ReadPidCounters(int pid, PidProbeStats* out) const;
 
-  IterationProbesOptions options_;
+  IterationProbesOptions options_;  // options_.zero_code: the current set, as configured
+  // The BPF zero-code table by slot (IterationEvent::probe - 1); slot_of_[i] is the slot of
+  // options_.zero_code[i]. Identical at Create; a reload keeps the slots attached processes use.
+  std::vector<ZeroCodeProbe> slots_;
+  std::vector<uint32_t> slot_of_;
   IterationSink* sink_;
   TargetFinder finder_;
   std::unique_ptr<IterationProbeSkeleton> skel_;  // before ring_ and attached_: destroyed last

@@ -54,12 +54,14 @@ class ProbeSession : public DiscoveryListener {
     return true;
   }
 
-  void OnGone(int pid) override {
+  void OnGone(int pid, const std::optional<ExitStatus>& how) override {
     if (!probes_->IsAttached(pid)) return;
     probes_->DetachPid(pid);
     auto stats = probes_->stats();
     auto s = stats.per_pid.find(pid);
     output_->Close(pid, s == stats.per_pid.end() ? 0 : s->second.lost);
+    if (how)
+      std::fprintf(options_.log, "seqpoint probe: pid %d: %s\n", pid, how->Describe().c_str());
     // Gone for good, or a new image (exec) that discovery examines and may attach again.
     if (!Alive(pid)) gone_.insert(pid);
   }

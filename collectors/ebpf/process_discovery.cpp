@@ -2,7 +2,9 @@
 #include "collectors/ebpf/process_discovery.h"
 
 #include <bpf/libbpf.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <algorithm>
@@ -32,6 +34,25 @@ bool IsDynamicLinker(const std::string& path) {
 }
 
 }  // namespace
+
+ExitStatus ExitStatus::FromWaitStatus(int wait_status) {
+  ExitStatus x;
+  if (WIFSIGNALED(wait_status)) {
+    x.signal = WTERMSIG(wait_status);
+    x.core_dumped = WCOREDUMP(wait_status);
+  } else {
+    x.exit_code = WEXITSTATUS(wait_status);
+  }
+  return x;
+}
+
+std::string ExitStatus::Describe() const {
+  if (signal == 0) return "exit status " + std::to_string(exit_code);
+  const char* abbrev = sigabbrev_np(signal);  // "KILL"; null for unnamed (real-time) signals
+  return "killed by signal " + std::to_string(signal) +
+         (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string()) +
+         (core_dumped ? ", core dumped" : "");
+}
 
 ProcessDiscovery::ProcessDiscovery(DiscoveryOptions options, DiscoveryListener* listener)
     : options_(std::move(options)),
@@ -80,7 +101,7 @@ int ProcessDiscovery::OnRecord(void* ctx, void* data, size_t size) {
       if (auto w = self->watched_.find(pid);
           w != self->watched_.end() && e.time_ns > w->second.since_ns) {
         self->Forget(pid);
-        self->listener_->OnGone(pid);
+        self->listener_->OnGone(pid, std::nullopt);
       }
       self->last_examined_.erase(pid);  // a new image is examined at once
       self->Schedule(pid);
@@ -95,7 +116,7 @@ int ProcessDiscovery::OnRecord(void* ctx, void* data, size_t size) {
       self->last_examined_.erase(pid);
       if (self->watched_.count(pid) > 0) {
         self->Forget(pid);
-        self->listener_->OnGone(pid);
+        self->listener_->OnGone(pid, ExitStatus::FromWaitStatus(static_cast<int>(e.exit_status)));
       }
       break;
     default:
@@ -165,8 +186,12 @@ void ProcessDiscovery::Examine(int pid) {
   // It may have exited between Find and Watch, when its exit event would not be reported.
   auto now = ReadProcessIdentity(options_.proc_root, pid);
   if (!now.ok() || now->start_time != targets->identity.start_time) {
+    // Or just after Watch: then its exit event (with its status) is already in the ring, since
+    // the tracepoint fires before the parent can reap it. Handle that first.
+    (void)ring_buffer__consume(ring_.get());
+    if (watched_.count(pid) == 0) return;
     Forget(pid);
-    listener_->OnGone(pid);
+    listener_->OnGone(pid, std::nullopt);
   }
 }
 
@@ -203,6 +228,12 @@ void ProcessDiscovery::HookLinker(const std::vector<Mapping>& mapped) {
   }
 }
 
+void ProcessDiscovery::SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code) {
+  options_.zero_code = std::move(zero_code);
+  finder_ = TargetFinder(options_.proc_root, options_.zero_code);
+  Rescan();
+}
+
 void ProcessDiscovery::Rescan() {
   ++stats_.rescans;
   last_rescan_ns_ = NowNs();
@@ -225,7 +256,7 @@ void ProcessDiscovery::CheckLiveness() {
   for (int pid : gone) {
     ++stats_.stale_detached;
     Forget(pid);
-    listener_->OnGone(pid);
+    listener_->OnGone(pid, std::nullopt);
   }
 }
 

@@ -6,7 +6,8 @@
 //    process again after it loads libraries: Python loads libseqpoint_usdt.so, or a job loads
 //    a configured BLAS, long after exec. One uprobe per distinct ld.so file (containers bring
 //    their own), attached for all processes at once.
-//  - An exit tracepoint reports the exit of watched processes (those the listener attached).
+//  - An exit tracepoint reports the exit of watched processes (those the listener attached),
+//    with the wait status their parent reaps (exit code, fatal signal, core dump).
 //  - Lost events (ring buffer full) and missing ld.so hooks are covered by a periodic rescan
 //    (rescan_interval_s), and watched pids are checked for liveness and pid reuse
 //    (start time) every few seconds, so a lost exit cannot leave a stale attachment.
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,14 +33,26 @@
 
 namespace seqpoint::ebpf {
 
+// How a process ended, decoded from the wait status the kernel reports to its parent
+// (process_watch.bpf.c reads it at the exit of the last thread).
+struct ExitStatus {
+  int exit_code = 0;  // exit(n) or exit_group(n) & 0xff; 0 when killed by a signal
+  int signal = 0;     // the fatal signal; 0 when it exited
+  bool core_dumped = false;
+  static ExitStatus FromWaitStatus(int wait_status);
+  std::string Describe() const;  // "exit status 3", "killed by signal 9 (SIGKILL)", ...
+};
+
 class DiscoveryListener {
  public:
   virtual ~DiscoveryListener() = default;
   // A process carries something to attach (possibly more than last time). Return true when
   // attached: its exit will then be reported.
   virtual bool OnTargets(const ProcessTargets& targets) = 0;
-  // A watched process exited or replaced its image (exec): detach it.
-  virtual void OnGone(int pid) = 0;
+  // A watched process exited or replaced its image (exec): detach it. `how` is set when the
+  // exit tracepoint saw it end; empty after an exec, or when only the liveness check found it
+  // gone (its exit event lost).
+  virtual void OnGone(int pid, const std::optional<ExitStatus>& how) = 0;
 };
 
 struct DiscoveryOptions {
@@ -80,6 +94,10 @@ class ProcessDiscovery {
   void Examine(int pid);
   // Report this pid's exit (the listener attached it on its own).
   Status Watch(int pid, uint64_t start_time);
+  // Replaces the zero-code probe set (a config reload; the listener's IterationProbes gets the
+  // same set) and rescans <proc_root> at once, so running processes that map a newly configured
+  // library are found now, not at the next periodic rescan.
+  void SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code);
 
   DiscoveryStats stats() const;
 

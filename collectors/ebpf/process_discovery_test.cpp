@@ -4,11 +4,13 @@
 #include "collectors/ebpf/process_discovery.h"
 
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -49,12 +51,14 @@ class Attacher : public DiscoveryListener {
     if (r.ok()) attached.insert(targets.identity.pid);
     return r.ok();
   }
-  void OnGone(int pid) override {
+  void OnGone(int pid, const std::optional<ExitStatus>& how) override {
     probes_->DetachPid(pid);
     gone.insert(pid);
+    if (how) exit_status[pid] = *how;
   }
   std::set<int> attached;
   std::set<int> gone;
+  std::map<int, ExitStatus> exit_status;  // as the exit tracepoint reported it
 
  private:
   IterationProbes* probes_;
@@ -95,6 +99,95 @@ void StopAndCheckDetached(Agent& agent, ChildProcess& child) {
   REQUIRE(child.Wait().ok());
   CHECK(agent.WaitGone(child.pid()));
   CHECK_FALSE(agent.probes->IsAttached(child.pid()));
+}
+
+// Ends a --loop workload (a line on stdin, then its --finish; or SIGKILL), reaps it and waits
+// for discovery to report it gone. Checks that the exit tracepoint's status is exactly what
+// wait() gave the parent, and returns it.
+ExitStatus EndAndCompare(Agent& agent, ChildProcess& child, bool kill = false) {
+  REQUIRE(agent.WaitFor(child.pid(), 3));  // attached: its exit will be reported
+  if (kill) {
+    child.Kill();
+  } else {
+    REQUIRE(child.WriteLine("stop").ok());
+  }
+  auto status = child.WaitStatus();
+  REQUIRE(status.ok());
+  REQUIRE(agent.WaitGone(child.pid()));
+  auto it = agent.attacher->exit_status.find(child.pid());
+  REQUIRE_MESSAGE(it != agent.attacher->exit_status.end(), "no exit status for " << child.pid());
+  ExitStatus waited = ExitStatus::FromWaitStatus(*status);
+  CHECK(it->second.exit_code == waited.exit_code);
+  CHECK(it->second.signal == waited.signal);
+  CHECK(it->second.core_dumped == waited.core_dumped);
+  MESSAGE("pid " << child.pid() << ": " << it->second.Describe());
+  return it->second;
+}
+
+TEST_CASE("discovery: exit status from the exit tracepoint, as wait() reports it") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  auto start = [](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {TestProgram("usdt_workload"), "--loop"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto child = ChildProcess::Start(argv);
+    REQUIRE(child.ok());
+    return std::move(*child);
+  };
+  SUBCASE("exit(3)") {
+    auto child = start({"--finish", "exit:3"});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 3);
+    CHECK(x.signal == 0);
+    CHECK(x.Describe() == "exit status 3");
+  }
+  SUBCASE("a clean exit 0") {
+    auto child = start({});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 0);
+    CHECK(x.signal == 0);
+  }
+  SUBCASE("SIGKILL") {
+    auto child = start({"--threads", "2"});
+    ExitStatus x = EndAndCompare(agent, child, /*kill=*/true);
+    CHECK(x.signal == SIGKILL);
+    CHECK_FALSE(x.core_dumped);
+    CHECK(x.Describe() == "killed by signal 9 (SIGKILL)");
+  }
+  SUBCASE("SIGSEGV, core dumps off") {
+    auto child = start({"--finish", "raise:11"});
+    ExitStatus x = EndAndCompare(agent, child);  // whether a core is dumped: as wait() says
+    CHECK(x.signal == SIGSEGV);
+  }
+  SUBCASE("SIGSEGV with core dumps allowed (core bit as wait() reports it)") {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::temp_directory_path() / ("seqpoint-core-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    auto child = start({"--threads", "3", "--finish", "raise:11", "--core-dir", dir.string()});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.signal == SIGSEGV);
+    MESSAGE("core dumped: " << x.core_dumped << " (kernel.core_pattern decides)");
+    fs::remove_all(dir);
+  }
+  SUBCASE("exit_group(5) from a thread other than main") {
+    auto child = start({"--threads", "2", "--finish", "group-exit-from-thread:5"});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 5);
+    CHECK(x.signal == 0);
+  }
+}
+
+TEST_CASE("discovery: a process found by the /proc scan at start gets its exit status too") {
+  if (!testing::CanUseBpf()) return;
+  auto child = ChildProcess::Start({TestProgram("usdt_workload"), "--loop", "--finish", "exit:7"});
+  REQUIRE(child.ok());
+  // Started before the agent existed: no exec event; attached right after Start(), by the scan.
+  Agent agent;
+  REQUIRE(agent.probes->IsAttached(child->pid()));
+  ExitStatus x = EndAndCompare(agent, *child);
+  CHECK(x.exit_code == 7);
 }
 
 TEST_CASE("discovery: a process started after the agent is found at exec and detached at exit") {

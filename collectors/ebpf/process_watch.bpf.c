@@ -5,6 +5,7 @@
  * - tp_btf (BTF-typed raw tracepoints) need no tracefs mount, unlike classic tracepoints.
  * - sched_process_exit fires for every thread; the process is gone when signal->live has
  *   dropped to 0, which do_exit() (kernel/exit.c) decrements before the tracepoint fires.
+ *   The exit event carries the wait status the parent will reap (exit_status_of below).
  * - glibc's ld.so calls the empty function _dl_debug_state() after every change of the link
  *   map (the r_brk protocol debuggers use, <link.h>); a uprobe on it tells us when a process
  *   has loaded a library (e.g. libseqpoint_usdt.so from Python, or a configured BLAS), so the
@@ -50,7 +51,7 @@ static __always_inline void count(__u32 stat) {
 
 /* Exec and exit wake the consumer (when it has caught up: flags 0); library loads come in
  * bursts and wait for its next timed poll. */
-static __always_inline void emit(__u32 pid, __u32 kind) {
+static __always_inline void emit(__u32 pid, __u32 kind, __u32 exit_status) {
   struct sp_proc_event* e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
   if (!e) {
     count(SP_PROC_STAT_LOST);
@@ -60,14 +61,37 @@ static __always_inline void emit(__u32 pid, __u32 kind) {
   e->kind = kind;
   e->time_ns = bpf_ktime_get_ns();
   bpf_get_current_comm(e->comm, sizeof(e->comm));
+  e->exit_status = exit_status;
+  e->reserved = 0;
   bpf_ringbuf_submit(e, kind == SP_PROC_LIBS_CHANGED ? BPF_RB_NO_WAKEUP : 0);
   count(SP_PROC_STAT_EVENTS);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sp_exec, struct task_struct* p) {
-  emit(BPF_CORE_READ(p, tgid), SP_PROC_EXEC);
+  emit(BPF_CORE_READ(p, tgid), SP_PROC_EXEC, 0);
   return 0;
+}
+
+/* include/linux/sched/signal.h: a #define, so not in BTF; 0x4 in every kernel with BTF. */
+#define SP_SIGNAL_GROUP_EXIT 0x00000004
+
+/* The wait status the parent's wait4() will get for the process whose last thread `p` is:
+ * exactly what wait_task_zombie() (kernel/exit.c) reports,
+ *   status = (p->signal->flags & SIGNAL_GROUP_EXIT) ? p->signal->group_exit_code
+ *                                                   : p->exit_code;   (p = the group leader)
+ * - exit_group(n) and fatal signals go through do_group_exit() (kernel/exit.c), which sets
+ *   SIGNAL_GROUP_EXIT and group_exit_code = (n & 0xff) << 8, or the signal number; a signal's
+ *   core dump ORs 0x80 into group_exit_code (coredump_finish(), fs/coredump.c) before the
+ *   other threads finish exiting, so the last thread, here, sees the final value.
+ * - Since Linux 6.0 synchronize_group_exit() also sets them when the last thread calls plain
+ *   exit(); before that, such a group reports the leader's exit_code, set by do_exit() before
+ *   this tracepoint (the leader, if it exited earlier, stays a zombie until reaped). */
+static __always_inline __u32 exit_status_of(struct task_struct* p) {
+  if (BPF_CORE_READ(p, signal, flags) & SP_SIGNAL_GROUP_EXIT) {
+    return (__u32)BPF_CORE_READ(p, signal, group_exit_code);
+  }
+  return (__u32)BPF_CORE_READ(p, group_leader, exit_code);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -75,12 +99,12 @@ int BPF_PROG(sp_exit, struct task_struct* p) {
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0; /* other threads live on */
   __u32 pid = BPF_CORE_READ(p, tgid);
   if (bpf_map_delete_elem(&watched, &pid) != 0) return 0; /* not a process we watch */
-  emit(pid, SP_PROC_EXIT);
+  emit(pid, SP_PROC_EXIT, exit_status_of(p));
   return 0;
 }
 
 SEC("uprobe")
 int sp_dl_state(struct pt_regs* ctx) {
-  emit(bpf_get_current_pid_tgid() >> 32, SP_PROC_LIBS_CHANGED);
+  emit(bpf_get_current_pid_tgid() >> 32, SP_PROC_LIBS_CHANGED, 0);
   return 0;
 }

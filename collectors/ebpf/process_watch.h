@@ -19,13 +19,18 @@ enum sp_proc_event_kind {
   SP_PROC_LIBS_CHANGED = 3, /* the dynamic linker changed the link map (dlopen, dlclose) */
 };
 
+/* exit_status (SP_PROC_EXIT only) is the wait status the parent's wait4() gets: bits 0-6 the
+ * fatal signal (0: exited), bit 7 core dumped, bits 8-15 the exit code (WIFEXITED etc. of
+ * <sys/wait.h> decode it). */
 struct sp_proc_event {
   __u32 pid;  /* tgid */
   __u32 kind; /* enum sp_proc_event_kind */
   __u64 time_ns;
   char comm[16];
+  __u32 exit_status;
+  __u32 reserved; /* 0 */
 };
-SP_PW_STATIC_ASSERT(sizeof(struct sp_proc_event) == 32, "sp_proc_event layout");
+SP_PW_STATIC_ASSERT(sizeof(struct sp_proc_event) == 40, "sp_proc_event layout");
 
 enum sp_proc_stat {
   SP_PROC_STAT_EVENTS = 0,

@@ -15,12 +15,16 @@
 
 #include <charconv>
 
-#include "collectors/ebpf/proc_reader.h"
-
 namespace seqpoint::ebpf {
 namespace {
 
 constexpr uint32_t kMaxArgIndex = 15;
+
+// File name of a path (this file is built without proc_reader: see collectors/CMakeLists.txt).
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
 
 std::vector<ZeroCodeProbe> MakePresets() {
   std::vector<ZeroCodeProbe> p;
@@ -94,6 +98,15 @@ bool LibraryMatches(const std::string& library, const std::string& mapped_path) 
   if (library.empty()) return false;
   if (library[0] == '/') return library == mapped_path;
   return BaseName(mapped_path).starts_with(library);
+}
+
+std::string DescribeZeroCodeProbe(const ZeroCodeProbe& p) {
+  const char* which = p.reduce == SlReduce::kMax    ? "the largest of"
+                      : p.reduce == SlReduce::kLast ? "the last of"
+                                                    : "the first of";
+  return "SL = " + std::string(p.deref ? "*" : "") + "argument " + std::to_string(p.arg_index) +
+         " of " + p.function + " (" + which + " an iteration's calls); an iteration ends at each " +
+         "call of " + p.boundary_function + " (the first of a burst)";
 }
 
 const std::vector<ZeroCodeProbe>& ZeroCodePresets() {

@@ -38,6 +38,7 @@ struct ZeroCodeProbe {
   const std::string& boundary_lib() const {
     return boundary_library.empty() ? library : boundary_library;
   }
+  bool operator==(const ZeroCodeProbe&) const = default;
 };
 
 // Checks the fields; an absolute library path must exist. Errors name the probe and the field.
@@ -47,6 +48,10 @@ Status ValidateZeroCodeProbe(const ZeroCodeProbe& probe);
 // an absolute `library` must equal it; otherwise `library` must prefix its file name, so
 // "libMIOpen.so" matches ".../libMIOpen.so.1.0.50200".
 bool LibraryMatches(const std::string& library, const std::string& mapped_path);
+
+// One line on what the probe reads: "SL = argument 2 of f (the largest of an iteration's calls);
+// an iteration ends at each call of g (the first of a burst)".
+std::string DescribeZeroCodeProbe(const ZeroCodeProbe& probe);
 
 // The shipped presets, in a stable order.
 const std::vector<ZeroCodeProbe>& ZeroCodePresets();

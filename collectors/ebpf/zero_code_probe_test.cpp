@@ -142,6 +142,54 @@ TEST_CASE("zero-code: the SL in a stack argument (the 8th) of 8 bytes") {
   for (const IterationEvent& e : ends) CHECK(e.seq_len == (e.iter % 2 == 0 ? 21u : 4096u));
 }
 
+TEST_CASE("zero-code: a new probe set applies to new attaches, attached processes keep theirs") {
+  if (!testing::CanUseBpf()) return;
+  CollectingSink sink;
+  IterationProbesOptions options;
+  ZeroCodeProbe gemm = Mimic("mimic_sgemm_", 3, "mimicOptimizerStep");
+  gemm.name = "gemm";
+  gemm.deref = true;
+  options.zero_code = {gemm};
+  auto probes = IterationProbes::Create(options, &sink);
+  REQUIRE(probes.ok());
+  auto old_child =
+      ChildProcess::Start({TestProgram("mimic_workload"), "gemm", "5", "10", "--wait"});
+  REQUIRE(old_child.ok());
+  REQUIRE(old_child->ReadLine().ok());
+  REQUIRE((*probes)->AttachPid(old_child->pid()).ok());
+  // A second probe on the same library: one probe per process, the first configured wins.
+  ZeroCodeProbe rnn = Mimic("mimicRNNForwardTraining", 2, "mimicRNNBackwardWeights");
+  rnn.name = "rnn";
+  REQUIRE((*probes)->SetZeroCodeProbes({rnn, gemm}).ok());
+  REQUIRE((*probes)->AttachPid(old_child->pid()).ok());  // re-examined: keeps its gemm probe
+  REQUIRE((*probes)->AttachedZeroCodeProbe(old_child->pid()) != nullptr);
+  CHECK((*probes)->AttachedZeroCodeProbe(old_child->pid())->name == "gemm");
+  REQUIRE((*probes)->SetZeroCodeProbes({rnn}).ok());  // gemm's slot stays: still in use
+  auto new_child = ChildProcess::Start({TestProgram("mimic_workload"), "rnn", "4", "20", "--wait"});
+  REQUIRE(new_child.ok());
+  REQUIRE(new_child->ReadLine().ok());
+  REQUIRE((*probes)->AttachPid(new_child->pid()).ok());
+  CHECK((*probes)->AttachedZeroCodeProbe(new_child->pid())->name == "rnn");
+  REQUIRE(old_child->WriteLine("go").ok());
+  REQUIRE(new_child->WriteLine("go").ok());
+  REQUIRE(old_child->Wait().ok());
+  REQUIRE(new_child->Wait().ok());
+  REQUIRE(PollUntil([&] { REQUIRE((*probes)->Poll(50).ok()); },
+                    [&] {
+                      return sink.EndsOf(old_child->pid()).size() >= 5 &&
+                             sink.EndsOf(new_child->pid()).size() >= 4;
+                    }));
+  for (const IterationEvent& e : sink.EndsOf(old_child->pid())) {
+    CHECK(e.seq_len == 40);  // the first sgemm_'s n = SL x 4
+    REQUIRE((*probes)->ZeroCodeProbeOf(e.probe) != nullptr);
+    CHECK((*probes)->ZeroCodeProbeOf(e.probe)->name == "gemm");
+  }
+  for (const IterationEvent& e : sink.EndsOf(new_child->pid())) {
+    CHECK(e.seq_len == 20);  // the encoder's forward call (reduce first)
+    CHECK((*probes)->ZeroCodeProbeOf(e.probe)->name == "rnn");
+  }
+}
+
 TEST_CASE("zero-code: a library without symbols is a clear error naming it") {
   if (!testing::CanUseBpf()) return;
   CollectingSink sink;

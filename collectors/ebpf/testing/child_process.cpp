@@ -108,6 +108,12 @@ Status ChildProcess::WriteLine(const std::string& line) {
 }
 
 Result<int> ChildProcess::Wait(int timeout_ms) {
+  auto status = WaitStatus(timeout_ms);
+  if (!status.ok()) return status.status();
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+}
+
+Result<int> ChildProcess::WaitStatus(int timeout_ms) {
   if (reaped_) return InvalidArgument("already reaped");
   int64_t deadline = NowMs() + timeout_ms;
   while (true) {
@@ -115,7 +121,7 @@ Result<int> ChildProcess::Wait(int timeout_ms) {
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return status;
     }
     if (r < 0) return IoError(std::string("waitpid: ") + std::strerror(errno));
     if (NowMs() > deadline) return Unavailable("pid " + std::to_string(pid_) + " still running");

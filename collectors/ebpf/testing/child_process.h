@@ -26,6 +26,8 @@ class ChildProcess {
   Status WriteLine(const std::string& line);
   // Waits for exit; returns the exit status (128 + signal when killed).
   Result<int> Wait(int timeout_ms = 60000);
+  // Waits for exit; returns the raw wait status (WIFEXITED, WTERMSIG, WCOREDUMP decode it).
+  Result<int> WaitStatus(int timeout_ms = 60000);
   void Kill();
 
  private:

@@ -11,8 +11,16 @@
 //   --loop             repeat iterations (1 ms apart) until a line arrives on stdin
 //   --wait             print "ready <pid>" and wait for a line on stdin before starting
 //   --hold             after the loop, print "done" and wait for a line on stdin before exiting
+//   --finish HOW       how to end, for the exit-status tests: exit:N (exit(N)), raise:SIG
+//                      (default action of SIG, e.g. 11), group-exit-from-thread:N (a second
+//                      thread calls exit_group(N) while main waits on it)
+//   --core-dir DIR     before --finish raise: allow core dumps and chdir to DIR (where a
+//                      relative kernel.core_pattern puts the file)
 // Prints "done <iterations>" when finished.
 #include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -40,6 +48,8 @@ struct Config {
   bool loop = false;
   bool wait = false;
   bool hold = false;
+  std::string finish;
+  std::string core_dir;
 };
 
 std::atomic<bool> g_stop{false};
@@ -77,6 +87,29 @@ void Run(const Config& c, int thread) {
   }
 }
 
+// --finish: ends the process as asked. Returns only for an unknown HOW.
+void Finish(const Config& c) {
+  const std::string& how = c.finish;
+  size_t colon = how.find(':');
+  std::string kind = how.substr(0, colon);
+  int n = colon == std::string::npos ? 0 : std::atoi(how.c_str() + colon + 1);
+  if (kind == "exit") std::exit(n);
+  if (kind == "raise") {
+    if (!c.core_dir.empty()) {
+      rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+      setrlimit(RLIMIT_CORE, &unlimited);
+      if (chdir(c.core_dir.c_str()) != 0) std::perror("usdt_workload: chdir --core-dir");
+    }
+    signal(n, SIG_DFL);
+    raise(n);
+    return;
+  }
+  if (kind == "group-exit-from-thread") {
+    // The main thread is not the one that ends the group: the kernel must still report n.
+    std::thread([n] { syscall(SYS_exit_group, n); }).join();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +141,10 @@ int main(int argc, char** argv) {
       c.wait = true;
     else if (a == "--hold")
       c.hold = true;
+    else if (a == "--finish")
+      c.finish = next();
+    else if (a == "--core-dir")
+      c.core_dir = next();
     else if (a == "--seq-lens") {
       c.seq_lens.clear();
       std::string list = next();
@@ -144,5 +181,13 @@ int main(int argc, char** argv) {
   std::printf("done %llu\n", static_cast<unsigned long long>(g_done.load()));
   std::fflush(stdout);
   if (c.hold) WaitLine();
+  if (!c.finish.empty()) {
+    Finish(c);
+    std::fprintf(stderr,
+                 "usdt_workload: --finish %s is not exit:N, raise:SIG or "
+                 "group-exit-from-thread:N\n",
+                 c.finish.c_str());
+    return 2;
+  }
   return 0;
 }
