@@ -150,6 +150,35 @@ TEST_CASE("agent e2e: a process dying inside an iteration closes its run as cras
   CHECK(run["iterations"].get<uint64_t>() <= 201);
 }
 
+// Rare SLs are the tail bins' only candidates: a chosen iteration whose SL the process has
+// never shown before must still have its begin hooked and its collectors run. Here every SL
+// occurs once, so any hook armed per already-seen SL would leave every SeqPoint without data.
+TEST_CASE("agent e2e: first occurrences of an SL are measured, not only repeats") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  const std::string key = "e2e-unique-sl-" + std::to_string(getpid());
+  std::string sls;
+  for (int sl = 1; sl <= 150; ++sl) sls += (sl > 1 ? "," : "") + std::to_string(sl);
+  Child w(key, {Workload(), "--wait", "--iters", "150", "--work-us", "2000", "--seq-lens", sls});
+  REQUIRE(WaitFor([&] { return d.Show(key).is_object(); }));  // attached at exec
+  w.SendLine();
+  REQUIRE(w.Wait() == 0);
+  json run = d.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  json show = d.Show(key);
+  REQUIRE(show.is_object());
+  size_t chosen = 0;
+  for (const auto& p : show["seqpoints"]) chosen += p["iters"].size();
+  REQUIRE(chosen > 8);
+  REQUIRE_MESSAGE(show["projections"].contains("perf:task-clock"), show.dump());
+  // Controls (observer-effect check) are chosen but run no collector: about 1 in 4.
+  const size_t collected = show["projections"]["perf:task-clock"]["measured"];
+  MESSAGE(chosen << " chosen, " << collected << " with collector data");
+  CHECK(collected * 2 >= chosen);
+}
+
 // `seqpoint ARGS --socket ...` (the CLI binary): its stdout.
 std::string RunCli(const TempDir& dir, const std::string& args) {
   std::string cmd = BinaryDir() + "/agent/cli/seqpoint " + args + " --socket " + dir.path() +

@@ -103,13 +103,16 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
     if (probes_) probes_->DetachAll();
   }
 
+  // Hooks cover every SL of the process from its next iteration on: a rare SL's first (maybe
+  // only) occurrence must be measurable too, or the tail bins would never get a SeqPoint.
   void SetBeginHooks(pid_t pid, bool wanted) override {
-    if (wanted) {
-      hooked_.insert(pid);
+    if (!wanted) {
+      Disarm(pid);
       return;
     }
-    hooked_.erase(pid);
-    Disarm(pid);
+    if (!armed_.insert(pid).second) return;
+    Status st = probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0xffffffffu);
+    if (!st.ok()) SEQPOINT_LOG(kWarn, "begin hooks: " + st.message());
   }
 
   Status Reconfigure(const DaemonConfig& config) override {
@@ -206,7 +209,6 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
       x.signal = how->signal;
       x.core_dumped = how->core_dumped;
     }
-    hooked_.erase(pid);
     Disarm(pid);
     sink_->OnProcessExit(x);
   }
@@ -223,11 +225,6 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
     AnnounceAtFirstIteration(e);
     if ((e.flags & SP_FLAG_EXITED) && !(e.flags & SP_FLAG_ZERO_CODE)) {
       exited_mid_.insert(static_cast<int>(e.pid));
-    }
-    if (hooked_.count(static_cast<pid_t>(e.pid)) && e.valid_seq_len() &&
-        armed_[static_cast<pid_t>(e.pid)].insert(e.seq_len).second) {
-      Status st = probes_->WantSeqLen(static_cast<int>(e.pid), e.seq_len, 0xffffffffu);
-      if (!st.ok()) SEQPOINT_LOG(kWarn, "begin hooks: " + st.message());
     }
     if (sink_ == nullptr || !e.valid_seq_len()) return;
     if (e.flags & SP_FLAG_EXITED) return;  // never ended: no iteration to count
@@ -271,10 +268,8 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
     return out;
   }
   void Disarm(pid_t pid) {
-    auto it = armed_.find(pid);
-    if (it == armed_.end()) return;
-    for (uint32_t sl : it->second) (void)probes_->WantSeqLen(pid, sl, 0);
-    armed_.erase(it);
+    if (armed_.erase(pid) == 0) return;
+    (void)probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0);
   }
   // Asio watches a duplicate of the fd, so closing the descriptor leaves libbpf's own intact.
   void Watch(int fd, std::unique_ptr<asio::posix::stream_descriptor>& desc) {
@@ -331,8 +326,7 @@ class EbpfSource : public IterationSource, ebpf::IterationSink, ebpf::DiscoveryL
   std::unique_ptr<ebpf::ProcessDiscovery> discovery_;
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;
-  std::set<pid_t> hooked_;
-  std::map<pid_t, std::set<uint32_t>> armed_;   // SLs marked wanted, per hooked process
+  std::set<pid_t> armed_;                       // processes whose every iteration gets begin hooks
   std::set<int> known_;                         // announced to the sink (OnProcessFound)
   std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
   std::map<int, std::string> comm_;             // of every attached process

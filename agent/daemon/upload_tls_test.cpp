@@ -188,7 +188,8 @@ TEST_CASE("agent upload tls: mutual TLS: without a client certificate refused, w
   CheckEveryProjectionArrived(prom, *show);
 }
 
-TEST_CASE("agent upload tls: wrong CA: nothing sent, spool kept, then CA fixed + SIGHUP: all arrives") {
+TEST_CASE(
+    "agent upload tls: wrong CA: nothing sent, spool kept, then CA fixed + SIGHUP: all arrives") {
   TempDir dir;
   TestPki pki = MakeTestPki(dir);
   if (!HaveTools(pki) || access(SeqpointdBinary().c_str(), X_OK) != 0) return;

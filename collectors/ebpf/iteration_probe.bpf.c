@@ -178,6 +178,9 @@ static __always_inline bool hook_wanted(__u32 pid, __u64 iter, __u32 seq_len) {
   if (bpf_map_delete_elem(&wanted_iters, &ik) == 0) return true;
   struct sp_wanted_sl_key sk = {.pid = pid, .seq_len = seq_len};
   __u32* left = bpf_map_lookup_elem(&wanted_sls, &sk);
+  if (left) return take_wanted_sl(left);
+  sk.seq_len = SP_ANY_SEQ_LEN;
+  left = bpf_map_lookup_elem(&wanted_sls, &sk);
   return left && take_wanted_sl(left);
 }
 

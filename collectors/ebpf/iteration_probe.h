@@ -104,7 +104,10 @@ struct sp_wanted_iter_key {
 };
 SP_STATIC_ASSERT(sizeof(struct sp_wanted_iter_key) == 16, "sp_wanted_iter_key layout");
 
-/* Value: how many more iterations with this SL the agent wants hooks for (decremented). */
+/* Value: how many more iterations with this SL the agent wants hooks for (decremented).
+ * seq_len SP_ANY_SEQ_LEN (0, never a valid SL) stands for every SL of the pid: the agent wants
+ * begin hooks from a process's first iteration on, before it has seen any of its SLs. */
+#define SP_ANY_SEQ_LEN 0u
 struct sp_wanted_sl_key {
   __u32 pid;
   __u32 seq_len;

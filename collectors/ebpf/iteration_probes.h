@@ -157,7 +157,8 @@ class IterationProbes {
 
   void SetHookMode(HookMode mode);
   Status WantIteration(int pid, uint64_t iter);
-  // The next `count` iterations of `pid` with this SL get hooks (count 0xffffffff: all).
+  // The next `count` iterations of `pid` with this SL get hooks (count 0xffffffff: all;
+  // seq_len SP_ANY_SEQ_LEN: any SL, consulted after the SL's own entry).
   Status WantSeqLen(int pid, uint32_t seq_len, uint32_t count);
 
   // Waits up to timeout_ms for a wakeup, then consumes every queued record. Returns the number
