@@ -35,11 +35,28 @@ std::string ProcessExit::Describe() const {
   return mid_iteration ? how + " in the middle of an iteration" : how;
 }
 
+namespace {
+
+// Counter groups rotate per SeqPoint: CollectorSet gives each collector group
+// visit % group_count(), where visit is the selector's Decision::group. With counter_groups at
+// max_samples_per_point the selector numbers each bin's visits 0, 1, 2, ... (no bin gets more),
+// so every collector rotates through its own groups, whatever their count, without the
+// selector knowing the collectors (opened later, at the first measured iteration). Only the
+// group numbers change: which iterations are measured does not, so logs replay identically.
+RunManagerOptions WithGroupRotation(RunManagerOptions o) {
+  o.selector.counter_groups = std::max<uint32_t>(1, o.selector.max_samples_per_point);
+  return o;
+}
+
+}  // namespace
+
 RunManager::RunManager(Store* store, CollectorFactory collectors, RunManagerOptions options)
-    : store_(store), collector_factory_(std::move(collectors)), options_(std::move(options)) {}
+    : store_(store),
+      collector_factory_(std::move(collectors)),
+      options_(WithGroupRotation(std::move(options))) {}
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
-  options_ = options;
+  options_ = WithGroupRotation(options);
   for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
 }
 
