@@ -13,7 +13,10 @@
 # perf:task-clock from the SeqPoints alone, against the trainer's own totals of time_ns and
 # task_clock_ns (its in-process perf counters) over every iteration.
 # Environment: SEQPOINT_BUILD (default build), SEQPOINT_TRAIN, CORPUS, MODEL (gru),
-# THREADS (2), BUDGET (runs.budget, default 64), FRACTION (runs.budget_fraction, default 0).
+# THREADS (2), BUDGET (runs.budget, default 64), FRACTION (runs.budget_fraction, default 0),
+# PERF_EVENTS (collectors.perf.events as a TOML list body, e.g. '"task-clock", "page-faults"';
+# default: seqpointd's own default), OBSERVER_ACTION (runs.observer_effect_action; default: the
+# daemon's, "drop").
 set -euo pipefail
 
 pairs="${1:-6}"
@@ -39,6 +42,12 @@ model="${MODEL:-gru}"
 threads="${THREADS:-2}"
 out="$(mktemp -d /tmp/seqpoint-agent-overhead.XXXXXX)"
 printf '[runs]\nbudget = %s\nbudget_fraction = %s\n' "${BUDGET:-64}" "${FRACTION:-0}" > "$out/seqpointd.toml"
+if [ -n "${OBSERVER_ACTION:-}" ]; then
+  printf 'observer_effect_action = "%s"\n' "$OBSERVER_ACTION" >> "$out/seqpointd.toml"
+fi
+if [ -n "${PERF_EVENTS:-}" ]; then
+  printf '[collectors]\nperf.events = [%s]\n' "$PERF_EVENTS" >> "$out/seqpointd.toml"
+fi
 export SEQPOINT_CONTROL_SOCKET="$out/run/control.sock"
 hz=$(getconf CLK_TCK)
 

@@ -155,8 +155,10 @@ const std::vector<KeySpec>& Specs() {
           "flag a run whose collector-measured iterations are slower than the control "
           "iterations by more than this (lower end of the 95% interval of the median ratio)"),
       Str("runs.observer_effect_action", &DaemonConfig::run_observer_action,
-          "flag: warn and mark projections perturbed; drop: also stop the collectors blamed, "
-          "for the rest of that run"),
+          "drop (the default: an agent must not slow the training it watches): warn, mark "
+          "projections perturbed and stop the collectors blamed, in that run and in later runs "
+          "until SIGHUP; "
+          "flag: warn and mark only, the collectors go on"),
       Str("upload.url", &DaemonConfig::upload_url,
           "Prometheus remote-write URL (http:// or https://host:port/path); empty: no upload"),
       Int("upload.interval_s", &DaemonConfig::upload_interval_s, 1, 86400,

@@ -52,7 +52,7 @@ struct DaemonConfig {
   int64_t run_energy_sample_interval_ms = 50;
   int64_t run_observer_control_every = 4;    // one chosen iteration in N: timed, no collectors
   double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
-  std::string run_observer_action = "flag";  // flag | drop (the blamed collectors, per run)
+  std::string run_observer_action = "drop";  // drop (the blamed collectors, per run) | flag
 
   // [upload]
   std::string upload_url;                     // Prometheus remote-write URL (http://); empty: off

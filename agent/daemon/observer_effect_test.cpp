@@ -233,7 +233,7 @@ class PerturbingCollector : public seqpoint::collectors::Collector {
 
 }  // namespace
 
-TEST_CASE("observer effect: action drop stops the perturbing collector, time goes on") {
+TEST_CASE("observer effect: action drop stops the perturbing collector, here and in later runs") {
   TempDir dir;
   auto store = Store::Open(dir.File("state.db"));
   REQUIRE(store.ok());
@@ -284,6 +284,28 @@ TEST_CASE("observer effect: action drop stops the perturbing collector, time goe
   REQUIRE(trap != nullptr);
   CHECK(trap->perturbed);
   CHECK(!Find(s, "time_ns")->perturbed);
+  // A later run on the node starts without the collector that perturbed this one.
+  const pid_t next = 4343;
+  runs.OnProcessFound(ProcessInfo{next, 1, "replay", "drop-test-next"});
+  for (size_t r = 0; r < 400; ++r) {
+    const uint64_t tokens = static_cast<uint64_t>(t.tokens[r]);
+    const uint64_t end = clock + static_cast<uint64_t>(t.metrics[time][r]);
+    runs.OnIterationBegin({next, next, t.iter[r], t.seq_len[r], t.batch[r], tokens, clock});
+    runs.OnIterationEnd(
+        {next, next, t.iter[r], t.seq_len[r], t.batch[r], tokens, clock, end, true});
+    clock = end + 1000;
+  }
+  RunTracker* later = runs.FindActive("drop-test-next");
+  REQUIRE(later != nullptr);
+  CHECK(later->measured_iterations() > 0);
+  CHECK(later->dropped_collectors() == std::set<std::string>{"trap"});
+  CHECK(perturbation.begins == begins_at_drop);
+  // A reload tries it again in new runs.
+  runs.Reconfigure(o);
+  runs.OnProcessFound(ProcessInfo{next + 1, 1, "replay", "drop-test-reloaded"});
+  RunTracker* reloaded = runs.FindActive("drop-test-reloaded");
+  REQUIRE(reloaded != nullptr);
+  CHECK(reloaded->dropped_collectors().empty());
 }
 
 TEST_CASE("observer effect: seqpoint show serves it live and rebuilds it for a closed run") {

@@ -57,6 +57,12 @@ RunManager::RunManager(Store* store, CollectorFactory collectors, RunManagerOpti
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
   options_ = WithGroupRotation(options);
+  if (!node_dropped_.empty()) {
+    SEQPOINT_LOG(kInfo,
+                 "reload: collectors dropped for perturbing earlier runs are tried again "
+                 "in new runs");
+  }
+  node_dropped_.clear();
   for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
 }
 
@@ -132,6 +138,12 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     }
     tracker = created->get();
     tracker->set_control_every(options_.observer_control_every);
+    for (const auto& [collector, by_run] : node_dropped_) {
+      tracker->dropped_collectors().insert(collector);
+      SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + ": collector " + collector +
+                              " not used: it perturbed run " + std::to_string(by_run) +
+                              " on this node (SIGHUP or a restart tries it again)");
+    }
     runs_[r.id] = std::move(*created);
     SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + " (" + key + ") started by pid " +
                             std::to_string(p.pid) + (p.comm.empty() ? "" : " (" + p.comm + ")"));
@@ -263,10 +275,12 @@ void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
   if (!options_.observer_drop) return;
   bool dropped_now = false;
   for (const std::string& c : blamed) {
+    node_dropped_.emplace(c, run_id);
     if (!tracker.dropped_collectors().insert(c).second) continue;
     dropped_now = true;
     SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": dropping collector " + c +
-                            " for the rest of the run (runs.observer_effect_action = \"drop\")");
+                            " for the rest of the run and for later runs on this node "
+                            "(runs.observer_effect_action = \"drop\")");
   }
   if (!dropped_now) return;
   for (auto& [pid, p] : procs_) {

@@ -121,6 +121,10 @@ class RunManager : public IterationSink {
   std::map<int64_t, int64_t> idle_since_ns_;             // runs with no live process
   std::map<pid_t, Proc> procs_;
   std::map<std::string, CollectorTotals> totals_;
+  // Collectors some run on this node dropped for perturbing it: later runs start without them
+  // (the same collector on the same node perturbs again; on VMs that trap PMU access the
+  // slowdown outlives the measurement by seconds). Cleared by Reconfigure (SIGHUP) and restart.
+  std::map<std::string, int64_t> node_dropped_;  // collector -> run that dropped it
   EnergySampler* energy_ = nullptr;
   EnergyAttribution attribution_;
   uint64_t runs_closed_ = 0;
