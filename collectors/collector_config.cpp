@@ -102,6 +102,16 @@ std::vector<KeyEntry> Keys() {
          c->perf.exclude_kernel = *b;
          return Status::Ok();
        }},
+      {{"collectors.perf.pmu_trap_check", "boolean", d.perf.pmu_trap_check ? "true" : "false",
+        "before counting hardware events, time a context switch with and without one; when "
+        "counting makes it >= 2x and >= 2 us dearer (a hypervisor trapping PMU access), count "
+        "software events only"},
+       [](CollectorConfig* c, const CollectorOptionValue& v) -> Status {
+         const bool* b = nullptr;
+         SEQPOINT_RETURN_IF_ERROR(Want(v, "a boolean", &b));
+         c->perf.pmu_trap_check = *b;
+         return Status::Ok();
+       }},
       {{"collectors.papi.enabled", "boolean", TomlBool(d.papi.enabled, false),
         "PAPI event sets (needs collectors.papi.events)"},
        SetEnabled(&CollectorConfig::papi)},

@@ -32,6 +32,9 @@ struct PerfOptions {
   int64_t max_events_per_group = 0;  // hardware events per group; 0: probe what the PMU takes
   bool inherit = true;               // count threads and children created after Open (perf inherit)
   bool exclude_kernel = false;       // count user space only (needed when not root, paranoid >= 2)
+  // Leave hardware events out where counting them makes context switches trap (VMs):
+  // perf/pmu_trap_probe.h. Measured once per process, at the first Open with hardware events.
+  bool pmu_trap_check = true;
 };
 
 struct PapiOptions {

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
+#include <mutex>
+#include <optional>
+
+#include "collectors/perf/pmu_trap_probe.h"
 
 namespace seqpoint::collectors {
 namespace {
@@ -65,6 +70,35 @@ Status PerfCollector::SelectGroup(size_t group) {
   return Status::Ok();
 }
 
+namespace {
+
+// The verdict is a property of the node: measured once per process, then reused.
+std::mutex trap_mutex;
+std::optional<Result<ContextSwitchCost>> trap_verdict;
+
+}  // namespace
+
+void PerfCollector::LeaveOutTrappingHardware() {
+  Result<ContextSwitchCost> cost = Internal("unset");
+  {
+    std::lock_guard<std::mutex> lock(trap_mutex);
+    if (!trap_verdict) trap_verdict = MeasureContextSwitchCost(hardware_[0], open_options_);
+    cost = *trap_verdict;
+  }
+  if (!cost.ok() || !ContextSwitchesTrap(*cost)) return;  // no verdict: count as configured
+  char why[256];
+  std::snprintf(why, sizeof why,
+                "left out: counting it makes a context switch cost %.1f us instead of %.1f us "
+                "(the PMU traps, as on many VMs; collectors.perf.pmu_trap_check = false keeps "
+                "it)",
+                cost->counted_ns / 1000, cost->plain_ns / 1000);
+  for (const auto& group : hardware_) {
+    for (const PerfEventSpec& spec : group) rejected_.push_back({spec.name, Unavailable(why)});
+  }
+  hardware_.clear();
+  hardware_groups_ = {};
+}
+
 Status PerfCollector::Open(const Target& target) {
   Close();
   if (target.pid <= 0) {
@@ -102,6 +136,7 @@ Status PerfCollector::Open(const Target& target) {
                                      });
   for (const auto& g : hardware_groups_.groups) hardware_.push_back(specs_of(g));
   for (const RejectedEvent& r : hardware_groups_.rejected) rejected_.push_back(r);
+  if (!hardware_.empty() && options_.pmu_trap_check) LeaveOutTrappingHardware();
 
   if (software_.empty() && hardware_.empty()) {
     Status s = InvalidArgument("perf: none of collectors.perf.events can be counted here: " +

@@ -70,6 +70,8 @@ class PerfCollector : public Collector {
   };
 
   Status AttachNewThreads(bool until_stable);
+  // Drops the hardware groups where counting them makes context switches trap.
+  void LeaveOutTrappingHardware();
   Status OpenThread(pid_t tid, ThreadEvents* out);
   // Re-reads every group's counts as the baseline (after a failed Begin or read).
   void Resync();
