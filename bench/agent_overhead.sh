@@ -16,7 +16,7 @@
 # THREADS (2), BUDGET (runs.budget, default 64), FRACTION (runs.budget_fraction, default 0),
 # PERF_EVENTS (collectors.perf.events as a TOML list body, e.g. '"task-clock", "page-faults"';
 # default: seqpointd's own default), OBSERVER_ACTION (runs.observer_effect_action; default: the
-# daemon's, "drop").
+# daemon's, "drop"), SETTLE_S (seconds between the daemon's start and the trainer's, default 0).
 set -euo pipefail
 
 pairs="${1:-6}"
@@ -77,6 +77,9 @@ one_run() {  # $1 = off|on, $2 = pair; prints "time_sum [cpu_pct hwm_kib rss_kib
     --metrics-listen 127.0.0.1:0 2>"$out/seqpointd_$2.log" &
   local d=$!
   for _ in $(seq 100); do "$seqpoint" status >/dev/null 2>&1 && break; sleep 0.1; done
+  # A node agent starts long before training does; SETTLE_S lets its start-up (BPF load, the
+  # perf hardware-event trap check) pass before the trainer starts, as it would in service.
+  sleep "${SETTLE_S:-0}"
   local t0 c0 t1 c1
   t0=$(now_ns); c0=$(cpu_ticks "$d")
   run_train "$trace" "on-$2"

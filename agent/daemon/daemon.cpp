@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "agent/daemon/log.h"
+#include "collectors/perf/perf_collector.h"
 #include "collectors/registry.h"
 #include "seqpoint/features.h"
 
@@ -150,6 +151,11 @@ Status Daemon::StartParts() {
   }
   // The closed run is still in Families(true) when on_closed runs: RunManager calls it before
   // forgetting the run, so its final projection is spooled.
+  // Before anything is watched: the check counts a hardware event for a moment, which is what
+  // slows a CPU where the PMU traps.
+  if (std::string pmu = collectors::PrepareHardwareEvents(config_.collectors.perf); !pmu.empty()) {
+    SEQPOINT_LOG(kInfo, pmu);
+  }
   if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Start(runs_.get()));
   if (uploader_) uploader_->Start();
 

@@ -76,15 +76,40 @@ namespace {
 std::mutex trap_mutex;
 std::optional<Result<ContextSwitchCost>> trap_verdict;
 
+Result<ContextSwitchCost> TrapVerdict(std::span<const PerfEventSpec> hardware,
+                                      const PerfOpenOptions& options) {
+  std::lock_guard<std::mutex> lock(trap_mutex);
+  if (!trap_verdict) trap_verdict = MeasureContextSwitchCost(hardware, options, 200);
+  return *trap_verdict;
+}
+
 }  // namespace
 
-void PerfCollector::LeaveOutTrappingHardware() {
-  Result<ContextSwitchCost> cost = Internal("unset");
-  {
-    std::lock_guard<std::mutex> lock(trap_mutex);
-    if (!trap_verdict) trap_verdict = MeasureContextSwitchCost(hardware_[0], open_options_);
-    cost = *trap_verdict;
+std::string PrepareHardwareEvents(const PerfOptions& options) {
+  if (!options.pmu_trap_check || (options.enabled && !*options.enabled)) return "";
+  std::vector<PerfEventSpec> hardware;
+  for (const std::string& name : options.events) {
+    Result<PerfEventSpec> spec = ParsePerfEvent(name);
+    if (spec.ok() && !spec->software) {
+      hardware.push_back(*spec);
+      break;  // one event tells whether the PMU traps
+    }
   }
+  if (hardware.empty()) return "";
+  Result<ContextSwitchCost> cost =
+      TrapVerdict(hardware, PerfOpenOptions{options.inherit, options.exclude_kernel});
+  if (!cost.ok()) return "perf: no hardware-event trap check: " + cost.status().message();
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "perf: a context switch costs %.1f us, %.1f us with a hardware event counted: %s",
+                cost->plain_ns / 1000, cost->counted_ns / 1000,
+                ContextSwitchesTrap(*cost) ? "the PMU traps, hardware events left out"
+                                           : "hardware events kept");
+  return line;
+}
+
+void PerfCollector::LeaveOutTrappingHardware() {
+  Result<ContextSwitchCost> cost = TrapVerdict(hardware_[0], open_options_);
   if (!cost.ok() || !ContextSwitchesTrap(*cost)) return;  // no verdict: count as configured
   char why[256];
   std::snprintf(why, sizeof why,

@@ -39,6 +39,13 @@
 
 namespace seqpoint::collectors {
 
+// Measures, once per process, whether counting the configured hardware events makes context
+// switches trap (perf/pmu_trap_probe.h), so that the verdict exists before any training is
+// watched: the probe itself briefly counts a hardware event, which on a trapping VM slows the
+// CPU it runs on. A no-op without hardware events or with pmu_trap_check off. Returns a line
+// for the log ("" when nothing was measured).
+std::string PrepareHardwareEvents(const PerfOptions& options);
+
 class PerfCollector : public Collector {
  public:
   PerfCollector(PerfOptions options, std::string proc_root);
