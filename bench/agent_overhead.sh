@@ -16,7 +16,7 @@
 # THREADS (2), BUDGET (runs.budget, default 64), FRACTION (runs.budget_fraction, default 0),
 # PERF_EVENTS (collectors.perf.events as a TOML list body, e.g. '"task-clock", "page-faults"';
 # default: seqpointd's own default), OBSERVER_ACTION (runs.observer_effect_action; default: the
-# daemon's, "drop"), SETTLE_S (seconds between the daemon's start and the trainer's, default 0).
+# daemon's, "drop"), PMU_TRAP_CHECK (true|false: collectors.perf.pmu_trap_check), SETTLE_S (seconds between the daemon's start and the trainer's, default 0).
 set -euo pipefail
 
 pairs="${1:-6}"
@@ -45,8 +45,10 @@ printf '[runs]\nbudget = %s\nbudget_fraction = %s\n' "${BUDGET:-64}" "${FRACTION
 if [ -n "${OBSERVER_ACTION:-}" ]; then
   printf 'observer_effect_action = "%s"\n' "$OBSERVER_ACTION" >> "$out/seqpointd.toml"
 fi
-if [ -n "${PERF_EVENTS:-}" ]; then
-  printf '[collectors]\nperf.events = [%s]\n' "$PERF_EVENTS" >> "$out/seqpointd.toml"
+if [ -n "${PERF_EVENTS:-}" ] || [ -n "${PMU_TRAP_CHECK:-}" ]; then
+  printf '[collectors]\n' >> "$out/seqpointd.toml"
+  [ -z "${PERF_EVENTS:-}" ] || printf 'perf.events = [%s]\n' "$PERF_EVENTS" >> "$out/seqpointd.toml"
+  [ -z "${PMU_TRAP_CHECK:-}" ] || printf 'perf.pmu_trap_check = %s\n' "$PMU_TRAP_CHECK" >> "$out/seqpointd.toml"
 fi
 export SEQPOINT_CONTROL_SOCKET="$out/run/control.sock"
 hz=$(getconf CLK_TCK)
