@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "agent/daemon/seqpointd_process.h"
+#include "agent/daemon/training_child.h"
 #include "common/trace_csv.h"
 
 using namespace seqpoint::daemon;
@@ -28,52 +29,6 @@ bool CanRun() {
 
 std::string Workload() { return BinaryDir() + "/collectors/ebpf/testing/usdt_workload"; }
 
-// A child process with SEQPOINT_RUN_ID set and a pipe on its stdin.
-class Child {
- public:
-  Child(const std::string& run_id, std::vector<std::string> argv, const std::string& log = "") {
-    int in[2];
-    (void)!pipe(in);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      close(in[1]);
-      if (!log.empty()) {
-        FILE* f = std::freopen(log.c_str(), "w", stderr);
-        (void)f;
-      }
-      setenv("SEQPOINT_RUN_ID", run_id.c_str(), 1);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    stdin_ = in[1];
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdin_ >= 0) close(stdin_);
-  }
-  void SendLine() { (void)!write(stdin_, "\n", 1); }
-  void Kill() { kill(pid_, SIGKILL); }
-  pid_t pid() const { return pid_; }
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
-
 }  // namespace
 
 TEST_CASE("agent e2e: the real trainer under seqpointd: every iteration seen, SeqPoints measured") {
@@ -91,10 +46,10 @@ TEST_CASE("agent e2e: the real trainer under seqpointd: every iteration seen, Se
   const std::string trace = dir.File("trace.csv");
   setenv("SEQPOINT_TRAIN", trainer.c_str(), 1);  // run-train.sh runs this binary
   {
-    Child train(key,
-                {SourceDir() + "/examples/run-train.sh", "--corpus", corpus, "--trace", trace,
-                 "--iterations", "120", "--threads", "1", "--hidden", "64"},
-                dir.File("train.log"));
+    TrainingChild train(key,
+                        {SourceDir() + "/examples/run-train.sh", "--corpus", corpus, "--trace",
+                         trace, "--iterations", "120", "--threads", "1", "--hidden", "64"},
+                        StderrTo(dir.File("train.log")));
     int status = train.Wait();
     REQUIRE_MESSAGE(WIFEXITED(status), ReadFile(dir.File("train.log")));
     REQUIRE(WEXITSTATUS(status) == 0);
@@ -139,8 +94,8 @@ TEST_CASE("agent e2e: a process dying inside an iteration closes its run as cras
   Seqpointd d(dir, {}, "seqpointd.log");
   REQUIRE(d.Ready());
   const std::string key = "e2e-crash-" + std::to_string(getpid());
-  Child w(key, {Workload(), "--wait", "--iters", "200", "--work-us", "500", "--seq-lens", "8,16,32",
-                "--exit-mid"});
+  TrainingChild w(key, {Workload(), "--wait", "--iters", "200", "--work-us", "500", "--seq-lens",
+                        "8,16,32", "--exit-mid"});
   REQUIRE(WaitFor([&] { return d.Show(key).is_object(); }));  // attached at exec
   w.SendLine();
   w.Wait();
@@ -165,7 +120,8 @@ TEST_CASE("agent e2e: first occurrences of an SL are measured, not only repeats"
   const std::string key = "e2e-unique-sl-" + std::to_string(getpid());
   std::string sls;
   for (int sl = 1; sl <= 150; ++sl) sls += (sl > 1 ? "," : "") + std::to_string(sl);
-  Child w(key, {Workload(), "--wait", "--iters", "150", "--work-us", "2000", "--seq-lens", sls});
+  TrainingChild w(key,
+                  {Workload(), "--wait", "--iters", "150", "--work-us", "2000", "--seq-lens", sls});
   REQUIRE(WaitFor([&] { return d.Show(key).is_object(); }));  // attached at exec
   w.SendLine();
   REQUIRE(w.Wait() == 0);
@@ -219,11 +175,11 @@ TEST_CASE("agent e2e: how a trainer ended (exit status, signal) closes its run, 
       {"clean", {}, false, "finished", "exited with status 0"},
   };
   const std::string prefix = "e2e-exit-" + std::to_string(getpid()) + "-";
-  std::vector<std::unique_ptr<Child>> children;
+  std::vector<std::unique_ptr<TrainingChild>> children;
   auto start = [&](const Case& c) {
     std::vector<std::string> argv = {Workload(), "--wait", "--loop", "--work-us", "200"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
-    children.push_back(std::make_unique<Child>(prefix + c.name, argv));
+    children.push_back(std::make_unique<TrainingChild>(prefix + c.name, argv));
   };
   // The first two run before seqpointd starts: only its /proc scan finds them. The others are
   // found at exec.
@@ -279,10 +235,10 @@ TEST_CASE("agent e2e: 16 training processes at once, each its own run") {
   TempDir dir;
   Seqpointd d(dir, {}, "seqpointd.log");
   REQUIRE(d.Ready());
-  std::vector<std::unique_ptr<Child>> children;
+  std::vector<std::unique_ptr<TrainingChild>> children;
   const std::string prefix = "e2e-16-" + std::to_string(getpid()) + "-";
   for (int i = 0; i < 16; ++i) {
-    children.push_back(std::make_unique<Child>(
+    children.push_back(std::make_unique<TrainingChild>(
         prefix + std::to_string(i),
         std::vector<std::string>{Workload(), "--wait", "--iters", "300", "--work-us", "300",
                                  "--seq-lens", "8,16,24,32,48,64"}));
@@ -312,7 +268,8 @@ TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run co
   const std::string key = "e2e-kill-" + std::to_string(getpid());
   auto d1 = std::make_unique<Seqpointd>(dir, std::vector<std::string>{}, "first.log");
   REQUIRE(d1->Ready());
-  Child w(key, {Workload(), "--wait", "--loop", "--work-us", "1000", "--seq-lens", "8,16,32"});
+  TrainingChild w(key,
+                  {Workload(), "--wait", "--loop", "--work-us", "1000", "--seq-lens", "8,16,32"});
   REQUIRE(WaitFor([&] { return d1->Show(key).is_object(); }));
   w.SendLine();  // starts the loop
   REQUIRE(WaitFor([&] {

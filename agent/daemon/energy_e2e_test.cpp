@@ -23,6 +23,7 @@
 #include "agent/daemon/energy_sampler.h"
 #include "agent/daemon/gpu_energy_fixture.h"
 #include "agent/daemon/seqpointd_process.h"
+#include "agent/daemon/training_child.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -71,43 +72,6 @@ class Firmware {
   std::thread thread_;
 };
 
-class Child {
- public:
-  Child(const std::string& run_id, std::vector<std::string> argv) {
-    int in[2];
-    (void)!pipe(in);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      close(in[1]);
-      setenv("SEQPOINT_RUN_ID", run_id.c_str(), 1);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    stdin_ = in[1];
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(stdin_);
-  }
-  void SendLine() { (void)!write(stdin_, "\n", 1); }
-  void Wait() {
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
-
 }  // namespace
 
 TEST_CASE("agent energy e2e: every iteration of a live process gets power x its duration") {
@@ -134,8 +98,8 @@ sources = ["gpu_metrics"]
   const std::string key = "e2e-energy-" + std::to_string(getpid());
   std::string metrics;
   {
-    Child w(key, {Workload(), "--wait", "--iters", "150", "--work-us", "20000", "--seq-lens",
-                  "8,16,32,64"});
+    TrainingChild w(key, {Workload(), "--wait", "--iters", "150", "--work-us", "20000",
+                          "--seq-lens", "8,16,32,64"});
     REQUIRE(WaitFor([&] { return d.Show(key).is_object(); }));  // attached at exec
     firmware.ResetLag();
     w.SendLine();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/daemon/seqpointd_process.h"
+#include "agent/daemon/training_child.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -27,51 +28,6 @@ bool CanRun() {
 std::string Program(const std::string& name) {
   return BinaryDir() + "/collectors/ebpf/testing/" + name;
 }
-
-// A workload started with SEQPOINT_RUN_ID set, its stdin on a pipe: started with --wait it
-// blocks before its first iteration until Go().
-class Workload {
- public:
-  Workload(const std::string& run_id, std::vector<std::string> argv,
-           const std::string& preload = "") {
-    int in[2];
-    REQUIRE(pipe(in) == 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      close(in[1]);
-      if (!freopen("/dev/null", "w", stdout)) _exit(126);
-      setenv("SEQPOINT_RUN_ID", run_id.c_str(), 1);
-      if (!preload.empty()) setenv("LD_PRELOAD", preload.c_str(), 1);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    stdin_ = in[1];
-  }
-  ~Workload() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdin_ >= 0) close(stdin_);
-  }
-  pid_t pid() const { return pid_; }
-  void Go() { (void)!write(stdin_, "go\n", 3); }
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-};
 
 // The status entry of `pid` in source.attached once it is attached (null after the deadline).
 json AttachedEntry(Seqpointd& d, pid_t pid) {
@@ -120,7 +76,8 @@ TEST_CASE("agent zero-code: a custom probe from the config file finds an unmarke
   Seqpointd d(dir, {"--config", config}, "seqpointd.log");
   REQUIRE(d.Ready());
   const std::string key = "zc-custom-" + std::to_string(getpid());
-  Workload w(key, {Program("mimic_workload"), "gemm", "200", "8,16,24,32", "--wait"});
+  TrainingChild w(key, {Program("mimic_workload"), "gemm", "200", "8,16,24,32", "--wait"},
+                  QuietStdout());
   json entry = AttachedEntry(d, w.pid());
   REQUIRE_MESSAGE(!entry.is_null(), d.Log());
   CHECK(entry["probe"] == "zero-code mimic-gemm");
@@ -129,7 +86,7 @@ TEST_CASE("agent zero-code: a custom probe from the config file finds an unmarke
   CHECK(entry["where"].get<std::string>().find("libseqpoint_mimic_rnn.so") != std::string::npos);
   CHECK(entry["run_started"] == false);  // attached, but no iteration yet: no run
   CHECK_FALSE(HasRun(d, key));
-  w.Go();
+  w.SendLine("go\n");
   CHECK(WEXITSTATUS(w.Wait()) == 0);
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
@@ -156,14 +113,16 @@ TEST_CASE("agent zero-code: the miopen-rnn preset by name, on a library named li
   const std::string key = "zc-miopen-" + std::to_string(getpid());
   {
     // Maps libMIOpen.so but never iterates (a non-RNN job): attached, never a run.
-    Workload idle(idle_key, {Program("mimic_miopen_workload"), "rnn", "5", "9", "--wait"});
+    TrainingChild idle(idle_key, {Program("mimic_miopen_workload"), "rnn", "5", "9", "--wait"},
+                       QuietStdout());
     json e = AttachedEntry(d, idle.pid());
     REQUIRE_MESSAGE(!e.is_null(), d.Log());
     CHECK(e["probe"] == "zero-code miopen-rnn");
   }
-  Workload w(key, {Program("mimic_miopen_workload"), "rnn", "120", "5,40,7", "--wait"});
+  TrainingChild w(key, {Program("mimic_miopen_workload"), "rnn", "120", "5,40,7", "--wait"},
+                  QuietStdout());
   REQUIRE_MESSAGE(!AttachedEntry(d, w.pid()).is_null(), d.Log());
-  w.Go();
+  w.SendLine("go\n");
   CHECK(WEXITSTATUS(w.Wait()) == 0);
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
@@ -190,9 +149,9 @@ boundary_function = "mimicRNNForwardTraining"
   Seqpointd d(dir, {"--config", config}, "seqpointd.log");
   REQUIRE(d.Ready());
   const std::string key = "zc-open-" + std::to_string(getpid());
-  Workload w(key, {Program("mimic_workload"), "rnn", "30", "6", "--wait"});
+  TrainingChild w(key, {Program("mimic_workload"), "rnn", "30", "6", "--wait"}, QuietStdout());
   REQUIRE_MESSAGE(!AttachedEntry(d, w.pid()).is_null(), d.Log());
-  w.Go();
+  w.SendLine("go\n");
   CHECK(WEXITSTATUS(w.Wait()) == 0);
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
@@ -208,12 +167,12 @@ TEST_CASE("agent zero-code: a process with the USDT provider is counted by USDT 
   Seqpointd d(dir, {"--config", config}, "seqpointd.log");
   REQUIRE(d.Ready());
   const std::string key = "zc-usdt-" + std::to_string(getpid());
-  Workload w(key, {Program("usdt_workload"), "--wait", "--iters", "40", "--seq-lens", "16,32"},
-             Program("libseqpoint_mimic_rnn.so"));
+  TrainingChild w(key, {Program("usdt_workload"), "--wait", "--iters", "40", "--seq-lens", "16,32"},
+                  QuietStdout(Program("libseqpoint_mimic_rnn.so")));
   json entry = AttachedEntry(d, w.pid());
   REQUIRE_MESSAGE(!entry.is_null(), d.Log());
   CHECK(entry["probe"] == "usdt");
-  w.Go();
+  w.SendLine("go\n");
   w.Wait();
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
@@ -227,7 +186,7 @@ TEST_CASE("agent zero-code: SIGHUP applies a new probe to processes already runn
   Seqpointd d(dir, {"--config", config}, "seqpointd.log");
   REQUIRE(d.Ready());
   const std::string key = "zc-reload-" + std::to_string(getpid());
-  Workload w(key, {Program("mimic_workload"), "gemm", "60", "5", "--wait"});
+  TrainingChild w(key, {Program("mimic_workload"), "gemm", "60", "5", "--wait"}, QuietStdout());
   // Not a target under the first config; a bad config is refused and changes nothing.
   dir.Write("seqpointd.toml", "[probes]\nzero_code = [\"no-such-preset\"]\n");
   d.Signal(SIGHUP);
@@ -238,7 +197,7 @@ TEST_CASE("agent zero-code: SIGHUP applies a new probe to processes already runn
   json entry = AttachedEntry(d, w.pid());  // the reload rescans /proc
   REQUIRE_MESSAGE(!entry.is_null(), d.Log());
   CHECK(entry["probe"] == "zero-code mimic-gemm");
-  w.Go();
+  w.SendLine("go\n");
   CHECK(WEXITSTATUS(w.Wait()) == 0);
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
