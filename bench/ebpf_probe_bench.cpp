@@ -1,4 +1,4 @@
-// eBPF iteration probes: what they cost and how much they carry (collectors/ebpf/).
+// eBPF iteration probes: what they cost and how much they carry (probes/).
 //
 //   ebpf_probe_bench [ROUNDS]        (root; build tree layout: <build>/bench/ebpf_probe_bench)
 //
@@ -24,20 +24,20 @@
 #include <string>
 #include <vector>
 
-#include "collectors/ebpf/iteration_probes.h"
-#include "collectors/ebpf/proc_reader.h"
-#include "collectors/ebpf/testing/child_process.h"
-#include "collectors/ebpf/trace_output.h"
+#include "probes/iteration_probes.h"
+#include "probes/proc_reader.h"
+#include "probes/testing/child_process.h"
+#include "probes/tool/trace_output.h"
 #include "seqpoint/usdt.h"
 
 namespace {
 
-using seqpoint::ebpf::HookMode;
-using seqpoint::ebpf::IterationEvent;
-using seqpoint::ebpf::IterationProbes;
-using seqpoint::ebpf::IterationProbesOptions;
-using seqpoint::ebpf::IterationSink;
-using seqpoint::ebpf::testing::ChildProcess;
+using seqpoint::probes::HookMode;
+using seqpoint::probes::IterationEvent;
+using seqpoint::probes::IterationProbes;
+using seqpoint::probes::IterationProbesOptions;
+using seqpoint::probes::ProbeEventSink;
+using seqpoint::probes::testing::ChildProcess;
 
 uint64_t NowNs() {
   timespec ts{};
@@ -71,7 +71,7 @@ double Quantile(std::vector<double> v, double q) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
-struct Sink : IterationSink {
+struct Sink : ProbeEventSink {
   uint64_t ends = 0;
   uint64_t begins = 0;
   std::vector<double> begin_latency_us;
@@ -116,7 +116,7 @@ void Drain(IterationProbes& probes) {
 }
 
 void ProbeHitCost(int rounds) {
-  const std::string mimic = BuildDir() + "/collectors/ebpf/testing/libseqpoint_mimic_rnn.so";
+  const std::string mimic = BuildDir() + "/probes/testing/libseqpoint_mimic_rnn.so";
   void* lib = dlopen(mimic.c_str(), RTLD_NOW);
   if (lib == nullptr) {
     std::fprintf(stderr, "ebpf_probe_bench: %s\n", dlerror());
@@ -135,12 +135,12 @@ void ProbeHitCost(int rounds) {
   Sink sink;
   IterationProbesOptions options;
   options.ring_buffer_bytes = 32u << 20;  // one round's records fit: no loss, no polling inside
-  seqpoint::ebpf::ZeroCodeProbe probe;
+  seqpoint::probes::ZeroCodeProbe probe;
   probe.name = "mimic";
   probe.library = mimic;
   probe.function = "mimicRNNForwardTraining";
   probe.arg_index = 2;
-  probe.reduce = seqpoint::ebpf::SlReduce::kMax;
+  probe.reduce = seqpoint::probes::SlReduce::kMax;
   probe.boundary_function = "mimicOptimizerStep";
   options.zero_code = {probe};
   auto probes = Make(&sink, options);
@@ -148,11 +148,11 @@ void ProbeHitCost(int rounds) {
   // wins); the zero-code targets are attached explicitly, by a second instance.
   Sink zc_sink;
   auto zc_probes = Make(&zc_sink, options);
-  seqpoint::ebpf::ProcessTargets zc;
-  auto self = seqpoint::ebpf::ReadProcessIdentity("/proc", getpid());
+  seqpoint::probes::ProcessTargets zc;
+  auto self = seqpoint::probes::ReadProcessIdentity("/proc", getpid());
   if (!self.ok()) std::exit(1);
   zc.identity = *self;
-  using Kind = seqpoint::ebpf::AttachTarget::Kind;
+  using Kind = seqpoint::probes::AttachTarget::Kind;
   zc.targets = {{Kind::kSlFunction, 0, mimic, mimic, "mimicRNNForwardTraining"},
                 {Kind::kBoundaryFunction, 0, mimic, mimic, "mimicOptimizerStep"}};
   const uint64_t pairs = 200000, calls = 200000;
@@ -201,7 +201,7 @@ void ProbeHitCost(int rounds) {
 
 // A usdt_workload child, attached and started ("go") by the caller.
 ChildProcess StartWorkload(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{BuildDir() + "/collectors/ebpf/testing/usdt_workload", "--wait"};
+  std::vector<std::string> argv{BuildDir() + "/probes/testing/usdt_workload", "--wait"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto child = ChildProcess::Start(argv);
   if (!child.ok() || !child->ReadLine().ok()) {
@@ -241,7 +241,7 @@ void RingBuffer() {
   }
   // (a') the same, delivered to the trace writer of `seqpoint probe` (CSV to /dev/null).
   {
-    seqpoint::ebpf::TraceOutput output("/dev/null");
+    seqpoint::probes::TraceOutput output("/dev/null");
     IterationProbesOptions options;
     options.ring_buffer_bytes = 64u << 20;
     auto p = IterationProbes::Create(options, &output);

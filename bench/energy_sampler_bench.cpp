@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/daemon/energy_sampler.h"
-#include "agent/daemon/observer_effect.h"
+#include "agent/energy/energy_sampler.h"
+#include "agent/runs/observer_effect.h"
 #include "collectors/energy/gpu_metrics_energy.h"
 
 namespace {

@@ -17,7 +17,7 @@
 //   holds (CollectorSet rotates g = visit % group_count across repeat visits of a SeqPoint).
 //
 // Sample names are "<collector>:<event>" (e.g. "perf:task-clock", "papi:PAPI_TOT_INS",
-// "rocm_smi:gpu0:power"), except the node's energy, "energy_uj" (shared/design.md section 1
+// "rocm_smi:gpu0:power"), except the node's energy, "energy_uj" (docs/trace-csv.md
 // names it as a trace metric column). Units are SI-ish strings: "ns", "count", "uJ", "W", "MHz",
 // "C", "bytes", "%", "ratio".
 //

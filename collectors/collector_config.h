@@ -1,4 +1,4 @@
-// The collectors' one typed configuration (style.md: leveldb Options). Every field has an
+// The collectors' one typed configuration (docs/architecture.md, Conventions: leveldb Options). Every field has an
 // in-class default and a comment; its TOML key is `collectors.<name>.<field>` as listed by
 // CollectorConfigKeys(), which the daemon uses for --print-default-config and validation, and
 // SetCollectorOption() applies one key, so the two never drift.

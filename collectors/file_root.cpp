@@ -1,5 +1,7 @@
 #include "collectors/file_root.h"
 
+#include "common/file_error.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,30 +22,10 @@ std::string FileRoot::Path(std::string_view relative) const {
   return p;
 }
 
-Status ErrnoStatus(int err, std::string_view what, std::string_view path) {
-  std::string m = std::string(what) + " " + std::string(path) + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return NotFound(m);
-    case EACCES:
-    case EPERM:
-      return PermissionDenied(m + " (run the agent as root)");
-    case EAGAIN:
-    case EBUSY:
-    case ENODEV:
-    case ENXIO:
-    case ETIMEDOUT:
-      return Unavailable(m + " (the driver cannot answer now; retried on the next visit)");
-    default:
-      return IoError(m);
-  }
-}
-
 Result<std::string> FileRoot::ReadString(std::string_view relative) const {
   const std::string path = Path(relative);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "opening", path);
+  if (fd < 0) return FileErrorStatus(errno, FileOp::kOpen, path);
   std::string text;
   char buf[4096];
   for (;;) {
@@ -52,7 +34,7 @@ Result<std::string> FileRoot::ReadString(std::string_view relative) const {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return ErrnoStatus(err, "reading", path);
+      return FileErrorStatus(err, FileOp::kRead, path);
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
@@ -91,7 +73,7 @@ Result<uint64_t> FileRoot::ReadUint64(std::string_view relative) const {
 Result<std::vector<std::string>> FileRoot::ListDir(std::string_view relative) const {
   const std::string path = Path(relative);
   DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return ErrnoStatus(errno, "listing", path);
+  if (dir == nullptr) return FileErrorStatus(errno, FileOp::kList, path);
   std::vector<std::string> names;
   while (dirent* e = ::readdir(dir)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;

@@ -1,9 +1,7 @@
-// Reads small sysfs/procfs files below an injectable root (style.md rule 5): production uses
+// Reads small sysfs/procfs files below an injectable root (docs/architecture.md, Conventions): production uses
 // "/sys" and "/proc", tests a fixture tree of real captured files. Every collector's file read
-// goes through here, so each failure maps to one Status that names the file and the fix:
-//   ENOENT -> NotFound, EACCES/EPERM -> PermissionDenied (run as root),
-//   EAGAIN/EBUSY/ENODEV/ENXIO (a driver that cannot answer now, a device that went away)
-//   -> Unavailable, anything else -> IoError.
+// goes through here, so each failure maps to one Status that names the file and the fix
+// (common/file_error.h).
 //
 // Threads: immutable after construction; safe to share.
 #pragma once
@@ -37,9 +35,6 @@ class FileRoot {
  private:
   std::string root_;
 };
-
-// Maps an errno from reading `path` to a Status (see file comment).
-Status ErrnoStatus(int err, std::string_view what, std::string_view path);
 
 // Parses a whole string as an unsigned integer (decimal or 0x hex).
 Result<uint64_t> ParseUint64(std::string_view text, std::string_view what);

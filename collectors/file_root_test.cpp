@@ -45,11 +45,4 @@ TEST_CASE("file root: permission denied says to run as root") {
   CHECK(r.status().code() == ErrorCode::kPermissionDenied);
 }
 
-TEST_CASE("file root: errno mapping for drivers that cannot answer") {
-  CHECK(ErrnoStatus(EAGAIN, "reading", "/sys/x").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(ENODEV, "reading", "/sys/x").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(EIO, "reading", "/sys/x").code() == ErrorCode::kIoError);
-  CHECK(ErrnoStatus(EACCES, "reading", "/sys/x").message().find("root") != std::string::npos);
-}
-
 }  // namespace seqpoint::collectors

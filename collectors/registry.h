@@ -1,4 +1,4 @@
-// The one explicit registry of collectors (style.md rule 4, node_exporter's collector table):
+// The one explicit registry of collectors (docs/architecture.md, Conventions, node_exporter's collector table):
 // name, enabled by default, factory. No static-initialiser registration: the table is a
 // function-local constant in registry.cpp, the only file of the collectors that tests
 // SEQPOINT_HAVE_* (a vendor path this build lacks still has an entry, whose collector opens as

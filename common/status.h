@@ -86,3 +86,14 @@ class [[nodiscard]] Result {
     ::seqpoint::Status _sp_status = (expr);         \
     if (!_sp_status.ok()) return _sp_status;        \
   } while (0)
+
+// `SEQPOINT_ASSIGN_OR_RETURN(auto rows, store.Query(...));` declares `rows` as the value of a
+// Result<T>, or returns its Status from the enclosing function (Status or Result<U>).
+#define SEQPOINT_ASSIGN_OR_RETURN(decl, expr) \
+  SEQPOINT_ASSIGN_OR_RETURN_IMPL_(SEQPOINT_CONCAT_(_sp_result_, __LINE__), decl, expr)
+#define SEQPOINT_ASSIGN_OR_RETURN_IMPL_(tmp, decl, expr) \
+  auto tmp = (expr);                                      \
+  if (!tmp.ok()) return tmp.status();                     \
+  decl = std::move(tmp).value()
+#define SEQPOINT_CONCAT_(a, b) SEQPOINT_CONCAT_IMPL_(a, b)
+#define SEQPOINT_CONCAT_IMPL_(a, b) a##b

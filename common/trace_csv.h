@@ -1,4 +1,4 @@
-// The iteration trace (shared/design.md section 1): one CSV file per run, read by the CLI and
+// The iteration trace (docs/trace-csv.md): one CSV file per run, read by the CLI and
 // written by the examples, the probe tool and the agent.
 //
 //   # comment lines start with '#'

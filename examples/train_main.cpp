@@ -1,6 +1,6 @@
 // `seqpoint-train`: trains a real English->German sequence model (GRU with attention, or a
 // transformer) with libtorch on the CPU and writes one trace row per iteration
-// (shared/design.md section 1):
+// (docs/trace-csv.md):
 //
 //   iter, seq_len, batch, tokens, epoch, time_ns, task_clock_ns, page_faults, context_switches
 //

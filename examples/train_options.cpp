@@ -94,7 +94,7 @@ Status Apply(TrainOptions& o, std::string_view name, const std::string& v) {
 const char* TrainUsage() {
   return "usage: seqpoint-train --corpus FILE [options]\n"
          "Trains an English->German sequence model on real text with libtorch (CPU) and\n"
-         "writes one trace row per iteration (shared/design.md section 1).\n\n"
+         "writes one trace row per iteration (docs/trace-csv.md).\n\n"
          "  --corpus FILE        pairs English<TAB>German[<TAB>source], .tsv or .tsv.xz\n"
          "  --model NAME         gru (GRU encoder-decoder, Luong attention) | transformer [gru]\n"
          "  --trace FILE         write the iteration trace CSV here (\"-\" = stdout)\n"

@@ -1,5 +1,7 @@
 #include "firmware-shim/sysfs_file.h"
 
+#include "common/file_error.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,40 +24,13 @@ std::string SysfsRoot::Path(std::string_view relative) const {
   return out;
 }
 
-Status ErrnoStatus(int err, std::string_view op, const std::string& path) {
-  std::string msg = path + ": " + std::string(op) + " failed: " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return NotFound(msg + " (the file or its device is gone)");
-    case EACCES:
-      return PermissionDenied(msg + " (run as root or grant read access to sysfs)");
-    case EPERM:
-      if (op == "open") return PermissionDenied(msg + " (run as root)");
-      return Unavailable(msg +
-                         " (the driver refuses reads while the GPU is in reset or "
-                         "suspended; retry later)");
-    case EAGAIN:
-    case ENODATA:
-    case ENODEV:
-    case ENXIO:
-    case EBUSY:
-    case ETIMEDOUT:
-    case EOPNOTSUPP:
-    case EINVAL:
-      return Unavailable(msg + " (the driver has no value now; retry later)");
-    default:
-      return IoError(msg);
-  }
-}
-
 Result<size_t> ReadFileBounded(const std::string& path, std::span<uint8_t> buf, bool* filled) {
   if (filled != nullptr) *filled = false;
   int fd;
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  if (fd < 0) return FileErrorStatus(errno, FileOp::kOpen, path);
   size_t total = 0;
   int interrupted = 0;
   while (total < buf.size()) {
@@ -64,7 +39,7 @@ Result<size_t> ReadFileBounded(const std::string& path, std::span<uint8_t> buf, 
       const int err = errno;
       if (err == EINTR && ++interrupted < 8) continue;
       ::close(fd);
-      return ErrnoStatus(err, "read", path);
+      return FileErrorStatus(err, FileOp::kRead, path);
     }
     if (n == 0) break;
     total += static_cast<size_t>(n);

@@ -1,11 +1,5 @@
 // Bounded reads of sysfs attributes under an injectable root, with the failure modes of real
-// drivers mapped to the project's Status codes:
-//  - the file (or its device) is gone: ENOENT/ENOTDIR -> NotFound;
-//  - the driver cannot answer now: EAGAIN, ENODATA, ENODEV, ENXIO, EBUSY, ETIMEDOUT,
-//    EOPNOTSUPP, EINVAL, and EPERM from read() (amdgpu_pm.c returns -EPERM from hwmon and
-//    gpu_metrics reads while the GPU is in reset or runtime-suspended) -> Unavailable;
-//  - EACCES, or EPERM from open() -> PermissionDenied;
-//  - anything else (EIO...) -> IoError.
+// drivers mapped to the project's Status codes by common/file_error.h.
 // Files are opened O_NONBLOCK so that a FIFO or other odd file in a bogus root cannot block the
 // caller; sysfs attributes ignore the flag. Reads go into the caller's fixed buffer: no
 // allocation on the hot path. Thread-safe (no shared state).
@@ -42,8 +36,5 @@ Result<size_t> ReadFileBounded(const std::string& path, std::span<uint8_t> buf,
 Result<int64_t> ReadIntegerFile(const std::string& path);
 // A short text attribute with trailing whitespace removed (labels, names, "0x1002").
 Result<std::string> ReadTextFile(const std::string& path, size_t max_bytes = 256);
-
-// The Status for errno `err` from `op` ("open" or "read") on `path`.
-Status ErrnoStatus(int err, std::string_view op, const std::string& path);
 
 }  // namespace seqpoint::firmware

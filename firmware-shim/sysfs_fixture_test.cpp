@@ -121,17 +121,6 @@ TEST_CASE("sysfs: a device that disappears after discovery reads as NotFound, no
   for (const auto& [file, status] : t.hwmon->errors) CHECK(status.code() == ErrorCode::kNotFound);
 }
 
-TEST_CASE("sysfs: errno mapping of driver failures") {
-  CHECK(ErrnoStatus(EAGAIN, "read", "p").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(ENODATA, "read", "p").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(ENODEV, "read", "p").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(EPERM, "read", "p").code() == ErrorCode::kUnavailable);
-  CHECK(ErrnoStatus(EPERM, "open", "p").code() == ErrorCode::kPermissionDenied);
-  CHECK(ErrnoStatus(EACCES, "open", "p").code() == ErrorCode::kPermissionDenied);
-  CHECK(ErrnoStatus(ENOENT, "open", "p").code() == ErrorCode::kNotFound);
-  CHECK(ErrnoStatus(EIO, "read", "p").code() == ErrorCode::kIoError);
-}
-
 TEST_CASE("sysfs: reading a directory or a kernel file that fails is a Status, not a crash") {
   TempDir d;
   auto r = ReadIntegerFile(d.path());  // EISDIR

@@ -11,7 +11,8 @@ start=$(date +%s)
 
 bash scripts/setup.sh
 # shellcheck disable=SC2086
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${SEQPOINT_CMAKE_ARGS:-}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQPOINT_WERROR=ON \
+  ${SEQPOINT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "test.sh: built in $(( $(date +%s) - start )) s"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600

@@ -1,5 +1,5 @@
 // A selection: the SeqPoints chosen for one run, what `seqpoint select` prints and `project`
-// reads (shared/design.md section 2). Pure data.
+// reads (docs/cli.md). Pure data.
 #pragma once
 
 #include <cstdint>

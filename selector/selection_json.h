@@ -1,4 +1,4 @@
-// The selection's JSON form (shared/design.md section 2), written by `select` and read by
+// The selection's JSON form (docs/cli.md), written by `select` and read by
 // `project`. Reading validates everything `project` relies on and names the file and the
 // offending point in its errors.
 #pragma once

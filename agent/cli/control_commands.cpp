@@ -1,5 +1,5 @@
 // `seqpoint status | runs | show RUN | report RUN`: ask the local seqpointd over its control
-// socket (agent/daemon/control_protocol.h) and print the answer for people, or as JSON with
+// socket (agent/control/control_protocol.h) and print the answer for people, or as JSON with
 // --json. The socket is --socket, else $SEQPOINT_CONTROL_SOCKET, else /run/seqpoint/control.sock.
 #include <cstdio>
 #include <functional>
@@ -9,7 +9,7 @@
 #include "agent/cli/cli_args.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/control_render.h"
-#include "agent/daemon/control_client.h"
+#include "agent/control/control_client.h"
 
 namespace seqpoint::cli {
 namespace {

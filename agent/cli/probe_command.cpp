@@ -1,5 +1,5 @@
 // `seqpoint probe [--pid PID | --all] [--duration S] [--out FILE]`: captures the iteration
-// trace of training processes with the eBPF probes, without the daemon (collectors/ebpf/
+// trace of training processes with the eBPF probes, without the daemon (probes/
 // probe_tool.h). This file only parses arguments and handles signals. The one #if is the CLI
 // command table's: builds without libbpf keep the command and say why it is missing.
 #include <signal.h>
@@ -13,9 +13,9 @@
 #include "seqpoint/features.h"
 
 #if SEQPOINT_HAVE_EBPF
-#include "collectors/ebpf/iteration_probe_skeleton.h"
-#include "collectors/ebpf/probe_tool.h"
-#include "collectors/ebpf/zero_code_probe.h"
+#include "probes/iteration_probe_skeleton.h"
+#include "probes/tool/probe_tool.h"
+#include "probes/zero_code_probe.h"
 #endif
 
 namespace seqpoint::cli {
@@ -50,14 +50,14 @@ const std::vector<OptionSpec>& Specs() {
   return specs;
 }
 
-Status AddZeroCode(const ParsedArgs& args, ebpf::ProbeToolOptions* options) {
+Status AddZeroCode(const ParsedArgs& args, probes::ProbeToolOptions* options) {
   if (auto presets = args.Get("--preset")) {
     size_t start = 0;
     while (start <= presets->size()) {
       size_t comma = presets->find(',', start);
       std::string name = presets->substr(start, comma - start);
       if (!name.empty()) {
-        auto preset = ebpf::FindZeroCodePreset(name);
+        auto preset = probes::FindZeroCodePreset(name);
         if (!preset.ok()) return preset.status();
         options->zero_code.push_back(*preset);
       }
@@ -71,7 +71,7 @@ Status AddZeroCode(const ParsedArgs& args, ebpf::ProbeToolOptions* options) {
       size_t semi = specs->find(';', start);
       std::string spec = specs->substr(start, semi - start);
       if (!spec.empty()) {
-        auto probe = ebpf::ParseZeroCodeSpec(spec);
+        auto probe = probes::ParseZeroCodeSpec(spec);
         if (!probe.ok()) return probe.status();
         options->zero_code.push_back(*probe);
       }
@@ -83,7 +83,7 @@ Status AddZeroCode(const ParsedArgs& args, ebpf::ProbeToolOptions* options) {
 }
 
 void ListPresets() {
-  for (const ebpf::ZeroCodeProbe& p : ebpf::ZeroCodePresets()) {
+  for (const probes::ZeroCodeProbe& p : probes::ZeroCodePresets()) {
     std::printf("%-16s %s\n  SL: %s(arg %u%s) in %s*; boundary: %s in %s*\n", p.name.c_str(),
                 p.description.c_str(), p.function.c_str(), p.arg_index,
                 p.deref ? ", by pointer" : "", p.library.c_str(), p.boundary_function.c_str(),
@@ -112,7 +112,7 @@ int RunProbeCommand(Args argv) {
     return 0;
   }
   if (args->Has("--check")) {
-    auto loaded = ebpf::CountLoadedSeqpointPrograms();
+    auto loaded = probes::CountLoadedSeqpointPrograms();
     if (!loaded.ok()) {
       std::fprintf(stderr, "seqpoint probe: %s\n", loaded.status().message().c_str());
       return 1;
@@ -120,7 +120,7 @@ int RunProbeCommand(Args argv) {
     std::printf("%d seqpoint BPF programs loaded\n", *loaded);
     return *loaded == 0 ? 0 : 1;
   }
-  ebpf::ProbeToolOptions options;
+  probes::ProbeToolOptions options;
   auto pid = args->GetInt("--pid");
   auto duration = args->GetDouble("--duration");
   auto max_sl = args->GetInt("--max-seq-len");
@@ -153,7 +153,7 @@ int RunProbeCommand(Args argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   options.stop = [] { return g_stop != 0; };
-  Status s = ebpf::RunProbeTool(options);
+  Status s = probes::RunProbeTool(options);
   if (!s.ok()) {
     std::fprintf(stderr, "seqpoint probe: %s\n", s.message().c_str());
     return s.code() == ErrorCode::kInvalidArgument ? 2 : 1;

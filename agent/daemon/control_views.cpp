@@ -22,6 +22,14 @@ json AttachedJson(const AttachedProcess& a) {
           {"where", a.where}, {"detail", a.detail}, {"run_started", a.announced}};
 }
 
+// Today as days since 1970-01-01 (UTC), the key of the per-bin cost history.
+int64_t DaysSinceEpoch() {
+  return std::chrono::duration_cast<std::chrono::hours>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() /
+         24;
+}
+
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json RunJson(const RunRecord& r) {
@@ -211,132 +219,153 @@ json Daemon::StatusJson() {
   return j;
 }
 
+// One function per command, registered in one table: adding a command touches the table and
+// its function.
 Result<json> Daemon::HandleControl(const ControlRequest& r) {
-  if (r.cmd == "status") return StatusJson();
-  if (r.cmd == "runs") {
-    json list = json::array();
-    for (const auto& [id, t] : runs_->runs()) {
-      json run = RunJson(t->record());
-      run["measured"] = t->measured_iterations();
-      SelfCheck c = t->self_check();
-      run["self_check_error"] = c.valid ? json(c.error) : json(nullptr);
-      run["observer_effect_flagged"] =
-          t->observer_effect(config_.run_observer_threshold_pct / 100).flagged;
-      list.push_back(run);
-    }
-    if (r.all) {
-      auto stored = store_->ListRuns(false, r.limit);
-      if (!stored.ok()) return stored.status();
-      for (const RunRecord& rec : *stored) {
-        if (rec.state != RunState::kActive || !runs_->runs().count(rec.id)) {
-          list.push_back(RunJson(rec));
-        }
-      }
-    }
-    return json{{"runs", list}};
+  using Handler = Result<json> (Daemon::*)(const ControlRequest&);
+  static const std::map<std::string, Handler, std::less<>> kHandlers = {
+      {"status", &Daemon::ControlStatus},
+      {"runs", &Daemon::ControlRuns},
+      {"show", &Daemon::ControlShow},
+      {"report", &Daemon::ControlShow},
+      {"history", &Daemon::ControlHistory},
+  };
+  auto it = kHandlers.find(r.cmd);
+  if (it == kHandlers.end()) return InvalidArgument("unknown control command '" + r.cmd + "'");
+  return (this->*(it->second))(r);
+}
+
+Result<json> Daemon::ControlStatus(const ControlRequest&) { return StatusJson(); }
+
+// Active runs from memory, with what only a live run knows; --all adds the stored ones.
+Result<json> Daemon::ControlRuns(const ControlRequest& r) {
+  json list = json::array();
+  for (const auto& [id, t] : runs_->runs()) {
+    json run = RunJson(t->record());
+    run["measured"] = t->measured_iterations();
+    SelfCheck c = t->self_check();
+    run["self_check_error"] = c.valid ? json(c.error) : json(nullptr);
+    run["observer_effect_flagged"] =
+        t->observer_effect(config_.run_observer_threshold_pct / 100).flagged;
+    list.push_back(run);
   }
-  if (r.cmd == "show" || r.cmd == "report") {
-    json out;
-    int64_t run_id = 0;
-    const double threshold = config_.run_observer_threshold_pct / 100;
-    if (RunTracker* t = runs_->FindActive(r.run)) {
-      std::vector<SelfCheck> checks = t->self_checks();
-      out = SnapshotJson(t->Snapshot(), checks);
-      out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
-      if (runs_->energy_sampler() != nullptr) {
-        out["energy"] = {{"iterations", t->energy_iterations()},
-                         {"unattributed_shared", t->energy_shared()},
-                         {"unattributed_uncovered", t->energy_uncovered()}};
+  if (r.all) {
+    auto stored = store_->ListRuns(false, r.limit);
+    if (!stored.ok()) return stored.status();
+    for (const RunRecord& rec : *stored) {
+      if (rec.state != RunState::kActive || !runs_->runs().count(rec.id)) {
+        list.push_back(RunJson(rec));
       }
-      run_id = t->record().id;
-      if (source_) {
-        json probes = json::array();
-        const std::vector<int32_t>& pids = t->record().pids;
-        for (const AttachedProcess& a : source_->Attached()) {
-          if (std::find(pids.begin(), pids.end(), a.pid) != pids.end()) {
-            probes.push_back(AttachedJson(a));
-          }
-        }
-        out["probes"] = probes;
-      }
-    } else {
-      auto id = store_->FindRun(r.run);
-      if (!id.ok()) return id.status();
-      if (!id->has_value()) {
-        return NotFound("no run '" + r.run + "' on this node (see `seqpoint runs --all`)");
-      }
-      auto snap = store_->LoadRun(**id);
-      if (!snap.ok()) return snap.status();
-      auto m = store_->LoadMeasurements(**id);
-      if (!m.ok()) return m.status();
-      // Rebuilt from the stored controls and groups; the collectors dropped are not stored.
-      ObserverEffect oe = StoredObserverEffect(*snap, *m, threshold);
-      out = SnapshotJson(*snap, StoredSelfChecks(*snap, *m, oe));
-      out["observer_effect"] = ObserverJson(oe, std::set<std::string>{});
-      run_id = **id;
     }
-    if (r.cmd == "report") {
-      auto m = store_->LoadMeasurements(run_id);
-      if (!m.ok()) return m.status();
-      json meas = json::array();
-      for (const Measurement& x : *m) {
-        meas.push_back({{"pid", x.pid},
-                        {"iter", x.iter},
-                        {"seq_len", x.seq_len},
-                        {"metric", x.metric},
-                        {"unit", x.unit},
-                        {"value", x.value}});
-      }
-      out["measurements"] = meas;
-      // Efficiency over time: daily mean iteration time of the run's most frequent SL bins.
-      std::vector<HistogramBin> bins;
-      for (const auto& b : out["histogram"]) {
-        bins.push_back({b["seq_len"].get<uint32_t>(), b["count"].get<uint64_t>(), 0});
-      }
-      std::sort(bins.begin(), bins.end(), [](auto& a, auto& b) { return a.count > b.count; });
-      json history = json::array();
-      int64_t today = std::chrono::duration_cast<std::chrono::hours>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count() /
-                      24;
-      std::set<uint32_t> seen;
-      for (const HistogramBin& b : bins) {
-        if (seen.size() >= 5) break;
-        if (!seen.insert(HistoryBin(b.seq_len).first).second) continue;
-        auto rows = store_->QueryBinCost(b.seq_len, "time_ns", today - r.days);
-        if (!rows.ok()) return rows.status();
-        for (const BinCostRow& row : *rows) {
-          history.push_back({{"day", Day(row.day)},
-                             {"bin", {row.bin_lo, row.bin_hi}},
-                             {"metric", row.metric},
-                             {"n", row.n},
-                             {"mean", row.n ? row.sum / row.n : 0.0}});
-        }
-      }
-      out["history"] = history;
-    }
-    return out;
   }
-  if (r.cmd == "history") {
-    int64_t today = std::chrono::duration_cast<std::chrono::hours>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count() /
-                    24;
-    auto rows = store_->QueryBinCost(static_cast<uint32_t>(r.seq_len), r.metric, today - r.days);
+  return json{{"runs", list}};
+}
+
+// One run: live from memory when active, else rebuilt from the state database. `report` adds
+// the measurements and the per-bin cost history.
+Result<json> Daemon::ControlShow(const ControlRequest& r) {
+  json out;
+  int64_t run_id = 0;
+  const double threshold = config_.run_observer_threshold_pct / 100;
+  if (RunTracker* t = runs_->FindActive(r.run)) {
+    std::vector<SelfCheck> checks = t->self_checks();
+    out = SnapshotJson(t->Snapshot(), checks);
+    out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
+    if (runs_->energy_sampler() != nullptr) {
+      out["energy"] = {{"iterations", t->energy_iterations()},
+                       {"unattributed_shared", t->energy_shared()},
+                       {"unattributed_uncovered", t->energy_uncovered()}};
+    }
+    run_id = t->record().id;
+    if (source_) {
+      json probes = json::array();
+      const std::vector<int32_t>& pids = t->record().pids;
+      for (const AttachedProcess& a : source_->Attached()) {
+        if (std::find(pids.begin(), pids.end(), a.pid) != pids.end()) {
+          probes.push_back(AttachedJson(a));
+        }
+      }
+      out["probes"] = probes;
+    }
+  } else {
+    auto id = store_->FindRun(r.run);
+    if (!id.ok()) return id.status();
+    if (!id->has_value()) {
+      return NotFound("no run '" + r.run + "' on this node (see `seqpoint runs --all`)");
+    }
+    auto snap = store_->LoadRun(**id);
+    if (!snap.ok()) return snap.status();
+    auto m = store_->LoadMeasurements(**id);
+    if (!m.ok()) return m.status();
+    // Rebuilt from the stored controls and groups; the collectors dropped are not stored.
+    ObserverEffect oe = StoredObserverEffect(*snap, *m, threshold);
+    out = SnapshotJson(*snap, StoredSelfChecks(*snap, *m, oe));
+    out["observer_effect"] = ObserverJson(oe, std::set<std::string>{});
+    run_id = **id;
+  }
+  if (r.cmd == "report") {
+    SEQPOINT_RETURN_IF_ERROR(AddReport(run_id, r.days, out));
+  }
+  return out;
+}
+
+// The run's measured rows and the daily mean iteration time of its most frequent SL bins
+// (efficiency over time), over the last `days` days.
+Status Daemon::AddReport(int64_t run_id, int64_t days, json& out) {
+  auto m = store_->LoadMeasurements(run_id);
+  if (!m.ok()) return m.status();
+  json meas = json::array();
+  for (const Measurement& x : *m) {
+    meas.push_back({{"pid", x.pid},
+                    {"iter", x.iter},
+                    {"seq_len", x.seq_len},
+                    {"metric", x.metric},
+                    {"unit", x.unit},
+                    {"value", x.value}});
+  }
+  out["measurements"] = meas;
+  // Efficiency over time: daily mean iteration time of the run's most frequent SL bins.
+  std::vector<HistogramBin> bins;
+  for (const auto& b : out["histogram"]) {
+    bins.push_back({b["seq_len"].get<uint32_t>(), b["count"].get<uint64_t>(), 0});
+  }
+  std::sort(bins.begin(), bins.end(), [](auto& a, auto& b) { return a.count > b.count; });
+  json history = json::array();
+  const int64_t today = DaysSinceEpoch();
+  std::set<uint32_t> seen;
+  for (const HistogramBin& b : bins) {
+    if (seen.size() >= 5) break;
+    if (!seen.insert(HistoryBin(b.seq_len).first).second) continue;
+    auto rows = store_->QueryBinCost(b.seq_len, "time_ns", today - days);
     if (!rows.ok()) return rows.status();
-    json list = json::array();
     for (const BinCostRow& row : *rows) {
-      double mean = row.n ? row.sum / row.n : 0.0;
-      double var = row.n > 1 ? std::max(0.0, (row.sumsq - row.n * mean * mean) / (row.n - 1)) : 0.0;
-      list.push_back({{"day", Day(row.day)},
-                      {"bin", {row.bin_lo, row.bin_hi}},
-                      {"n", row.n},
-                      {"mean", mean},
-                      {"stddev", std::sqrt(var)}});
+      history.push_back({{"day", Day(row.day)},
+                         {"bin", {row.bin_lo, row.bin_hi}},
+                         {"metric", row.metric},
+                         {"n", row.n},
+                         {"mean", row.n ? row.sum / row.n : 0.0}});
     }
-    return json{{"seq_len", r.seq_len}, {"metric", r.metric}, {"days", list}};
   }
-  return InvalidArgument("unknown control command '" + r.cmd + "'");
+  out["history"] = history;
+  return Status::Ok();
+}
+
+// One SL's daily cost history of one metric.
+Result<json> Daemon::ControlHistory(const ControlRequest& r) {
+  const int64_t today = DaysSinceEpoch();
+  auto rows = store_->QueryBinCost(static_cast<uint32_t>(r.seq_len), r.metric, today - r.days);
+  if (!rows.ok()) return rows.status();
+  json list = json::array();
+  for (const BinCostRow& row : *rows) {
+    double mean = row.n ? row.sum / row.n : 0.0;
+    double var = row.n > 1 ? std::max(0.0, (row.sumsq - row.n * mean * mean) / (row.n - 1)) : 0.0;
+    list.push_back({{"day", Day(row.day)},
+                    {"bin", {row.bin_lo, row.bin_hi}},
+                    {"n", row.n},
+                    {"mean", mean},
+                    {"stddev", std::sqrt(var)}});
+  }
+  return json{{"seq_len", r.seq_len}, {"metric", r.metric}, {"days", list}};
 }
 
 }  // namespace seqpoint::daemon

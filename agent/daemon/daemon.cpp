@@ -6,7 +6,8 @@
 #include <csignal>
 #include <filesystem>
 
-#include "agent/daemon/log.h"
+#include "agent/config/log.h"
+#include "agent/daemon/config_checks.h"
 #include "collectors/perf/perf_collector.h"
 #include "collectors/registry.h"
 #include "seqpoint/features.h"
@@ -74,7 +75,7 @@ UploaderOptions Daemon::UploadOptions() const {
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string config_path,
                                                DaemonOverrides overrides, DaemonParts parts) {
   overrides.ApplyTo(&config);
-  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(config));
+  SEQPOINT_RETURN_IF_ERROR(CheckConfig(config));
   SetLogLevel(config.log_level);
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), std::move(config_path),
                                        std::move(overrides), std::move(parts)));
@@ -112,7 +113,7 @@ Status Daemon::StartParts() {
   }
   StartEnergySampler();
   if (parts_.collectors) {
-    CollectorFactory make = parts_.collectors(config_, source_.get());
+    CollectorSetFactory make = parts_.collectors(config_, source_.get());
     if (energy_ && make) {
       // The sampler gives every iteration, SeqPoints included, its energy_uj.
       make = [make] {
@@ -278,11 +279,11 @@ void Daemon::Shutdown() {
 
 Status Daemon::Reload() {
   if (config_path_.empty()) return Status::Ok();
-  auto loaded = LoadConfig(config_path_, false);
+  auto loaded = LoadCheckedConfig(config_path_, false);
   if (!loaded.ok()) return loaded.status();
   DaemonConfig next = std::move(*loaded);
   overrides_.ApplyTo(&next);
-  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(next));
+  SEQPOINT_RETURN_IF_ERROR(CheckConfig(next));
   auto restart_needed = [&](const std::string& key, const std::string& a, const std::string& b) {
     if (a != b) SEQPOINT_LOG(kWarn, "reload: " + key + " changed; takes effect after a restart");
   };

@@ -1,4 +1,4 @@
-// seqpointd: one io_context running everything (style.md 11): the iteration source (eBPF probes
+// seqpointd: one io_context running everything (docs/architecture.md, Conventions): the iteration source (eBPF probes
 // or a replay), the runs (RunManager), the control socket, /metrics, the remote-write uploader,
 // and a timer per periodic job (flush, idle runs, history pruning). Signals: SIGTERM/SIGINT stop
 // cleanly (state flushed, active runs left active so the next start resumes them), SIGHUP
@@ -18,15 +18,15 @@
 #include <optional>
 #include <string>
 
-#include "agent/daemon/config.h"
-#include "agent/daemon/control_server.h"
-#include "agent/daemon/energy_sampler.h"
-#include "agent/daemon/iteration_source.h"
-#include "agent/daemon/metric_family.h"
-#include "agent/daemon/metrics_server.h"
-#include "agent/daemon/run_manager.h"
-#include "agent/daemon/store.h"
-#include "agent/daemon/uploader.h"
+#include "agent/config/config.h"
+#include "agent/control/control_server.h"
+#include "agent/energy/energy_sampler.h"
+#include "agent/source/iteration_source.h"
+#include "agent/metrics/metric_family.h"
+#include "agent/metrics/metrics_server.h"
+#include "agent/runs/run_manager.h"
+#include "agent/store/store.h"
+#include "agent/upload/uploader.h"
 
 namespace seqpoint::daemon {
 
@@ -44,12 +44,12 @@ struct DaemonOverrides {
 // Where iterations come from and what measures them; tests and --replay supply their own.
 using SourceFactory = std::function<Result<std::unique_ptr<IterationSource>>(
     boost::asio::io_context&, const DaemonConfig&)>;
-using CollectorFactoryMaker =
-    std::function<CollectorFactory(const DaemonConfig&, IterationSource*)>;
+using CollectorSetFactoryMaker =
+    std::function<CollectorSetFactory(const DaemonConfig&, IterationSource*)>;
 
 struct DaemonParts {
   SourceFactory source;              // null: no source (the daemon serves its state only)
-  CollectorFactoryMaker collectors;  // null: no collectors (time is still measured)
+  CollectorSetFactoryMaker collectors;  // null: no collectors (time is still measured)
 };
 
 class Daemon {
@@ -76,6 +76,7 @@ class Daemon {
 
   // What /metrics serves and the uploader pushes (projection families only when for_upload).
   std::vector<MetricFamily> Families(bool for_upload);
+
   Result<nlohmann::json> HandleControl(const ControlRequest& request);
 
  private:
@@ -89,6 +90,13 @@ class Daemon {
   RunManagerOptions RunOptions() const;
   UploaderOptions UploadOptions() const;
   nlohmann::json StatusJson();
+  std::vector<MetricFamily> AgentFamilies() const;
+  // The control commands (control_views.cpp), one each; HandleControl dispatches.
+  Result<nlohmann::json> ControlStatus(const ControlRequest& request);
+  Result<nlohmann::json> ControlRuns(const ControlRequest& request);
+  Result<nlohmann::json> ControlShow(const ControlRequest& request);
+  Result<nlohmann::json> ControlHistory(const ControlRequest& request);
+  Status AddReport(int64_t run_id, int64_t days, nlohmann::json& out);
 
   DaemonConfig config_;
   std::string config_path_;

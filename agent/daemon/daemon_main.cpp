@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "agent/daemon/daemon.h"
-#include "agent/daemon/log.h"
+#include "agent/config/log.h"
+#include "agent/daemon/config_checks.h"
 #include "agent/daemon/source_factory.h"
 #include "seqpoint/features.h"
 
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
     std::fputs(DefaultConfigToml().c_str(), stdout);
     return 0;
   }
-  auto config = LoadConfig(a.config, /*missing_ok=*/!a.config_given);
+  auto config = LoadCheckedConfig(a.config, /*missing_ok=*/!a.config_given);
   if (!config.ok()) {
     std::fprintf(stderr, "seqpointd: %s\n", config.status().message().c_str());
     return 2;
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
   if (a.check) {
     DaemonConfig c = *config;
     a.overrides.ApplyTo(&c);
-    seqpoint::Status st = ValidateConfig(c);
+    seqpoint::Status st = CheckConfig(c);
     if (st.ok()) st = PeerPolicy::Create(c.control_group).status();
     if (!st.ok()) {
       std::fprintf(stderr, "seqpointd: %s: %s\n", a.config.c_str(), st.message().c_str());

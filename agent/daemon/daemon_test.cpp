@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "agent/daemon/test_harness.h"
+#include "agent/testing/test_harness.h"
 #include "common/trace_csv.h"
 #include "selector/online_selector.h"
 #include "selector/projection.h"

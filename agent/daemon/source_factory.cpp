@@ -1,7 +1,7 @@
 #include "agent/daemon/source_factory.h"
 
-#include "agent/daemon/log.h"
-#include "agent/daemon/trace_replay_source.h"
+#include "agent/config/log.h"
+#include "agent/source/trace_replay_source.h"
 #include "collectors/registry.h"
 
 namespace seqpoint::daemon {
@@ -31,7 +31,7 @@ DaemonParts MakeDaemonParts(const ReplaySpec& replay) {
       (*src)->set_on_finished([] { SEQPOINT_LOG(kInfo, "replay finished"); });
       return std::unique_ptr<IterationSource>(std::move(*src));
     };
-    parts.collectors = [](const DaemonConfig&, IterationSource* source) -> CollectorFactory {
+    parts.collectors = [](const DaemonConfig&, IterationSource* source) -> CollectorSetFactory {
       auto* replay_source = static_cast<TraceReplaySource*>(source);
       return [replay_source] {
         std::vector<std::unique_ptr<collectors::Collector>> v;
@@ -45,7 +45,7 @@ DaemonParts MakeDaemonParts(const ReplaySpec& replay) {
     return MakeLiveSource(io, config);
   };
   // Every enabled collector of the registry, built afresh for each process measured.
-  parts.collectors = [](const DaemonConfig& config, IterationSource*) -> CollectorFactory {
+  parts.collectors = [](const DaemonConfig& config, IterationSource*) -> CollectorSetFactory {
     collectors::CollectorConfig cc = config.collectors;
     return [cc] {
       std::vector<std::unique_ptr<collectors::Collector>> v;

@@ -1,7 +1,5 @@
 // Chooses what feeds the daemon: a replay of recorded traces (--replay), or the live eBPF
-// probes with the collectors of the registry. The live source is compiled from
-// ebpf_source.cpp when SEQPOINT_HAVE_EBPF, else from no_ebpf_source.cpp (CMake picks the file,
-// so no #ifdef is needed here).
+// probes with the collectors of the registry (agent/source/live_source.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "agent/daemon/daemon.h"
+#include "agent/source/live_source.h"
 
 namespace seqpoint::daemon {
 
@@ -25,8 +24,5 @@ struct ReplaySpec {
 
 DaemonParts MakeDaemonParts(const ReplaySpec& replay);
 
-// The live iteration source of this build (eBPF probes), or Unsupported naming why not.
-Result<std::unique_ptr<IterationSource>> MakeLiveSource(boost::asio::io_context& io,
-                                                        const DaemonConfig& config);
 
 }  // namespace seqpoint::daemon

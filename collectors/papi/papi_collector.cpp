@@ -160,13 +160,16 @@ Status PapiCollector::Open(const Target& target) {
   }
 
   warnings_.clear();
-  bool only_absent = true;
+  // A name PAPI does not know is the config's fault; an event this machine cannot count now
+  // (no PMU, a VM that advertises counters it cannot open) is not.
+  bool config_error = false;
   for (const RejectedEvent& r : rejected) {
     warnings_ += (warnings_.empty() ? "" : "; ") + r.reason.message();
-    only_absent &= r.reason.code() == ErrorCode::kUnsupported;
+    config_error |= r.reason.code() == ErrorCode::kInvalidArgument ||
+                    r.reason.code() == ErrorCode::kNotFound;
   }
   if (components_.empty()) {
-    Status s = only_absent
+    Status s = !config_error
                    ? Unsupported("papi: no configured event can be counted here: " + warnings_)
                    : InvalidArgument("papi: no configured event can be counted: " + warnings_);
     Close();

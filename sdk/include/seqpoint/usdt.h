@@ -1,4 +1,4 @@
-/* SeqPoint iteration markers: USDT provider `seqpoint` (shared/design.md section 3).
+/* SeqPoint iteration markers: USDT provider `seqpoint` (docs/usdt-abi.md).
  *
  *   SEQPOINT_ITERATION_BEGIN(iter, seq_len, batch, tokens);   // u64, u32, u32, u64
  *   ... one training iteration ...

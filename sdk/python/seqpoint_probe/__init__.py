@@ -9,8 +9,8 @@ One line per iteration::
                                       tokens=batch.real_tokens):
             loss = model(batch); loss.backward(); optimizer.step()
 
-Each marker fires the USDT probe seqpoint:iteration_begin / iteration_end (shared/design.md
-section 3) through ctypes calls into libseqpoint_usdt.so, which carries the probe sites. With no
+Each marker fires the USDT probe seqpoint:iteration_begin / iteration_end (docs/usdt-abi.md
+in the project's repository) through ctypes calls into libseqpoint_usdt.so, which carries the probe sites. With no
 tracer attached a marker costs one ctypes call (well under a microsecond); seqpointd or
 `seqpoint probe` attach by themselves when they see the library mapped in the process.
 

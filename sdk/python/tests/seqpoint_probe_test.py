@@ -1,4 +1,4 @@
-"""Tests of the seqpoint_probe module without a tracer (the eBPF tests in collectors/ebpf attach
+"""Tests of the seqpoint_probe module without a tracer (the eBPF tests in probes attach
 real probes to it). Run by ctest as sdk_python_test with PYTHONPATH at the build tree."""
 
 import os

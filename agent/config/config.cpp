@@ -1,0 +1,458 @@
+// Config loading: one table of keys (name, type, doc, getter, setter) drives parsing, the
+// unknown-key check and the documented default file. toml++ throws on syntax errors; the
+// exception is caught here and never crosses this file.
+#include "agent/config/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "agent/config/config_validate.h"
+#include "agent/config/config_zero_code.h"
+#include "agent/config/config_zero_code_toml.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+using Setter = std::function<Status(const toml::node&, DaemonConfig&)>;
+using Getter = std::function<std::string(const DaemonConfig&)>;
+
+struct KeySpec {
+  std::string_view key;
+  std::string_view type;
+  std::string_view doc;
+  Getter get;
+  Setter set;
+};
+
+std::string Quote(const std::string& s) {
+  std::ostringstream out;
+  out << toml::value<std::string>(s);
+  return out.str();
+}
+
+KeySpec Str(std::string_view key, std::string DaemonConfig::*field, std::string_view doc) {
+  return {key, "string", doc, [field](const DaemonConfig& c) { return Quote(c.*field); },
+          [field](const toml::node& n, DaemonConfig& c) {
+            if (!n.is_string()) return InvalidArgument("must be a string");
+            c.*field = **n.as_string();
+            return Status::Ok();
+          }};
+}
+
+KeySpec Int(std::string_view key, int64_t DaemonConfig::*field, int64_t min, int64_t max,
+            std::string_view doc) {
+  return {key, "integer", doc, [field](const DaemonConfig& c) { return std::to_string(c.*field); },
+          [field, min, max](const toml::node& n, DaemonConfig& c) {
+            if (!n.is_integer()) return InvalidArgument("must be an integer");
+            int64_t v = **n.as_integer();
+            if (v < min || v > max) {
+              return InvalidArgument("must be between " + std::to_string(min) + " and " +
+                                     std::to_string(max) + ", got " + std::to_string(v));
+            }
+            c.*field = v;
+            return Status::Ok();
+          }};
+}
+
+KeySpec Dbl(std::string_view key, double DaemonConfig::*field, double min, double max,
+            std::string_view doc) {
+  return {key, "float", doc,
+          [field](const DaemonConfig& c) {
+            std::ostringstream out;
+            out << toml::value<double>(c.*field);
+            return out.str();
+          },
+          [field, min, max](const toml::node& n, DaemonConfig& c) {
+            if (!n.is_number()) return InvalidArgument("must be a number");
+            double v = n.value<double>().value_or(0);
+            if (!(v >= min && v <= max)) {
+              return InvalidArgument("must be between " + std::to_string(min) + " and " +
+                                     std::to_string(max));
+            }
+            c.*field = v;
+            return Status::Ok();
+          }};
+}
+
+[[maybe_unused]] KeySpec StrList(std::string_view key,
+                                 std::vector<std::string> DaemonConfig::*field,
+                                 std::string_view doc) {
+  return {key, "array of strings", doc,
+          [field](const DaemonConfig& c) {
+            std::string out = "[";
+            for (const auto& s : c.*field) out += (out.size() > 1 ? ", " : "") + Quote(s);
+            return out + "]";
+          },
+          [field](const toml::node& n, DaemonConfig& c) {
+            const toml::array* a = n.as_array();
+            if (a == nullptr) return InvalidArgument("must be an array of strings");
+            std::vector<std::string> v;
+            for (const toml::node& e : *a) {
+              if (!e.is_string()) return InvalidArgument("must be an array of strings");
+              v.push_back(**e.as_string());
+            }
+            c.*field = std::move(v);
+            return Status::Ok();
+          }};
+}
+
+const std::vector<KeySpec>& Specs() {
+  static const std::vector<KeySpec> specs = {
+      {"daemon.log_level", "string",
+       "error | warn | info | debug (stderr; the journal under systemd)",
+       [](const DaemonConfig& c) { return Quote(std::string(LogLevelName(c.log_level))); },
+       [](const toml::node& n, DaemonConfig& c) {
+         if (!n.is_string()) return InvalidArgument("must be a string");
+         auto l = ParseLogLevel(**n.as_string());
+         if (!l.ok()) return l.status();
+         c.log_level = *l;
+         return Status::Ok();
+       }},
+      Str("daemon.state_dir", &DaemonConfig::state_dir,
+          "SQLite state (state.db); restart resumes from it"),
+      Str("daemon.runtime_dir", &DaemonConfig::runtime_dir, "the control socket's directory"),
+      Str("daemon.proc_root", &DaemonConfig::proc_root,
+          "procfs root, for process discovery and run labels"),
+      Int("daemon.flush_interval_ms", &DaemonConfig::flush_interval_ms, 100, 3600000,
+          "how often run state is written to the state database"),
+      Str("control.socket", &DaemonConfig::control_socket,
+          "control socket path; empty: <runtime_dir>/control.sock"),
+      Str("control.group", &DaemonConfig::control_group,
+          "group whose members may use the socket besides root; empty: root only"),
+      Int("control.max_request_bytes", &DaemonConfig::control_max_request_bytes, 64, 1 << 20,
+          "longest request line accepted; longer requests are refused"),
+      Int("control.max_clients", &DaemonConfig::control_max_clients, 1, 1024,
+          "concurrent control connections; more are refused"),
+      Str("metrics.listen", &DaemonConfig::metrics_listen,
+          "host:port serving /metrics; empty: disabled"),
+      Str("runs.group_by", &DaemonConfig::run_group_by,
+          "what groups ranks into one run: env:NAME (environment variable), cgroup, or pid"),
+      Int("runs.budget", &DaemonConfig::run_budget, 1, 1000000,
+          "iterations per run measured by the collectors (the SeqPoints' cost)"),
+      Dbl("runs.budget_fraction", &DaemonConfig::run_budget_fraction, 0, 1,
+          "also measure at most this fraction of the iterations so far (0: count cap only)"),
+      Dbl("runs.target_error_pct", &DaemonConfig::run_target_error_pct, 0.001, 100,
+          "representative error on the cost proxy that the selector's SL bins aim at"),
+      Int("runs.warmup_iterations", &DaemonConfig::run_warmup_iterations, 0, 1000000,
+          "first iterations of a run never chosen as SeqPoints"),
+      Int("runs.idle_timeout_s", &DaemonConfig::run_idle_timeout_s, 1, 86400 * 30,
+          "a run whose processes are all gone for this long is closed as finished"),
+      Int("runs.history_retention_days", &DaemonConfig::history_retention_days, 1, 36500,
+          "days of per-SL-bin cost history kept (efficiency over time)"),
+      Int("runs.energy_sample_interval_ms", &DaemonConfig::run_energy_sample_interval_ms, 0, 10000,
+          "energy on every iteration: the counter of collectors.energy.sources is read this "
+          "often and interpolated at the iterations' timestamps (resolution ~ this interval); "
+          "0: energy on SeqPoints only"),
+      Int("runs.observer_effect_control_every", &DaemonConfig::run_observer_control_every, 0, 1000,
+          "one in this many chosen iterations is a control: timed, measured by no collector, so "
+          "that the slowdown measuring causes can be told from drift (0 or 1: no controls, no "
+          "observer-effect check)"),
+      Dbl("runs.observer_effect_threshold_pct", &DaemonConfig::run_observer_threshold_pct, 0, 1000,
+          "flag a run whose collector-measured iterations are slower than the control "
+          "iterations by more than this (lower end of the 95% interval of the median ratio)"),
+      Str("runs.observer_effect_action", &DaemonConfig::run_observer_action,
+          "drop (the default: an agent must not slow the training it watches): warn, mark "
+          "projections perturbed and stop the collectors blamed, in that run and in later runs "
+          "until SIGHUP; "
+          "flag: warn and mark only, the collectors go on"),
+      Str("upload.url", &DaemonConfig::upload_url,
+          "Prometheus remote-write URL (http:// or https://host:port/path); empty: no upload"),
+      Int("upload.interval_s", &DaemonConfig::upload_interval_s, 1, 86400,
+          "projections are sampled into the spool this often"),
+      Int("upload.timeout_s", &DaemonConfig::upload_timeout_s, 1, 600, "one remote-write request"),
+      Int("upload.backoff_initial_ms", &DaemonConfig::upload_backoff_initial_ms, 10, 600000,
+          "first retry delay after a failed upload; doubles each failure"),
+      Int("upload.backoff_max_s", &DaemonConfig::upload_backoff_max_s, 1, 86400, "retry delay cap"),
+      Int("upload.spool_max_bytes", &DaemonConfig::upload_spool_max_bytes, 4096, int64_t{1} << 40,
+          "spool bound; beyond it the oldest batches are dropped (counted in /metrics)"),
+      Int("upload.batch_max_samples", &DaemonConfig::upload_batch_max_samples, 1, 1000000,
+          "samples per remote-write request"),
+      {"upload.labels", "table of strings",
+       "extra labels on every uploaded series, e.g. { cluster = \"a\" }",
+       [](const DaemonConfig& c) {
+         std::string out = "{";
+         for (const auto& [k, v] : c.upload_labels)
+           out += (out.size() > 1 ? ", " : " ") + k + " = " + Quote(v);
+         return out + (c.upload_labels.empty() ? "}" : " }");
+       },
+       [](const toml::node& n, DaemonConfig& c) {
+         const toml::table* t = n.as_table();
+         if (t == nullptr) return InvalidArgument("must be a table of strings");
+         c.upload_labels.clear();
+         for (const auto& [k, v] : *t) {
+           if (!v.is_string())
+             return InvalidArgument("label '" + std::string(k.str()) + "' must be a string");
+           c.upload_labels[std::string(k.str())] = **v.as_string();
+         }
+         return Status::Ok();
+       }},
+      Str("upload.tls_ca_file", &DaemonConfig::upload_tls_ca_file,
+          "https: CA bundle (PEM) trusted in addition to the system store (/etc/ssl/certs),\n"
+          "# e.g. your private CA; empty: the system store only"),
+      Str("upload.tls_cert_file", &DaemonConfig::upload_tls_cert_file,
+          "https: client certificate (PEM) for endpoints that require mutual TLS, with\n"
+          "# tls_key_file; reloaded when the file changes"),
+      Str("upload.tls_key_file", &DaemonConfig::upload_tls_key_file,
+          "https: the client certificate's private key (PEM, unencrypted; readable by the\n"
+          "# agent's user only)"),
+      Str("upload.tls_server_name", &DaemonConfig::upload_tls_server_name,
+          "https: name the endpoint's certificate must carry, also sent as SNI; empty: the\n"
+          "# host of upload.url"),
+      {"upload.tls_insecure_skip_verify", "boolean",
+       "https: do not verify the endpoint's certificate at all (anyone on the path can read "
+       "and\n# change the upload; logged as a warning at every start and reload). Tests only",
+       [](const DaemonConfig& c) {
+         return std::string(c.upload_tls_insecure_skip_verify ? "true" : "false");
+       },
+       [](const toml::node& n, DaemonConfig& c) {
+         if (!n.is_boolean()) return InvalidArgument("must be true or false");
+         c.upload_tls_insecure_skip_verify = **n.as_boolean();
+         return Status::Ok();
+       }},
+      Str("upload.bearer_token_file", &DaemonConfig::upload_bearer_token_file,
+          "file holding a token sent as \"Authorization: Bearer <token>\" (hosted Mimir, "
+          "Grafana Cloud,\n# ...); read before every request, so a rotated token needs no reload"),
+      Str("upload.basic_auth_user", &DaemonConfig::upload_basic_auth_user,
+          "HTTP basic auth user (with basic_auth_password_file); not with bearer_token_file"),
+      Str("upload.basic_auth_password_file", &DaemonConfig::upload_basic_auth_password_file,
+          "file holding the basic auth password (trailing newline ignored); read before\n"
+          "# every request"),
+      Int("probes.discover_interval_ms", &DaemonConfig::probes_discover_interval_ms, 100, 600000,
+          "how often new training processes are sought"),
+      Int("probes.poll_interval_ms", &DaemonConfig::probes_poll_interval_ms, 10, 60000,
+          "batched iteration records are read at least this often (hooked ones at once)"),
+      Int("probes.ring_buffer_kib", &DaemonConfig::probes_ring_buffer_kib, 4, 1 << 20,
+          "ring buffer for iteration events (a power of two)"),
+      {"probes.zero_code", "array of strings",
+       "zero-code probes enabled by preset name, for jobs that do not mark their iterations\n"
+       "# (uprobes on a library function whose argument is the SL). miopen-rnn, cudnn-rnn: a "
+       "few\n# uprobe hits per iteration (~3 us each), on by default. Opt-in: rocblas-gemm, "
+       "cublas-gemm\n# (one hit per GEMM call: hundreds to thousands per iteration), "
+       "torch-cpu-adam, torch-cpu-sgd\n# (one per BLAS sgemm_ call, ~2% CPU). A process with "
+       "the seqpoint USDT provider uses only\n# that; any other gets the first probe whose "
+       "libraries it maps (custom ones first,\n# by name)",
+       [](const DaemonConfig& c) { return ZeroCodePresetNamesToml(c.probes_zero_code); },
+       [](const toml::node& n, DaemonConfig& c) {
+         return SetZeroCodePresetNames(n, &c.probes_zero_code);
+       }},
+      {"probes.zero_code_custom", "table of tables",
+       "zero-code probes of your own, enabled when defined: one table each,\n"
+       "# [probes.zero_code_custom.NAME] (NAME: letters, digits, _ and -) with the keys below",
+       [](const DaemonConfig&) { return std::string("{}"); },  // none by default
+       // Parsed by ParseZeroCodeCustom (ParseConfig), which names the line of each field.
+       [](const toml::node&, DaemonConfig&) { return Status::Ok(); }},
+  };
+  return specs;
+}
+
+// A TOML value as collectors::SetCollectorOption takes it; nullopt for other shapes.
+std::optional<collectors::CollectorOptionValue> ToCollectorValue(const toml::node& n,
+                                                                 bool ints_for_empty) {
+  if (n.is_boolean()) return collectors::CollectorOptionValue(**n.as_boolean());
+  if (n.is_integer()) return collectors::CollectorOptionValue(**n.as_integer());
+  if (n.is_string()) return collectors::CollectorOptionValue(**n.as_string());
+  const toml::array* a = n.as_array();
+  if (a == nullptr) return std::nullopt;
+  if (a->empty()) {
+    if (ints_for_empty) return collectors::CollectorOptionValue(std::vector<int64_t>{});
+    return collectors::CollectorOptionValue(std::vector<std::string>{});
+  }
+  if (a->is_homogeneous(toml::node_type::string)) {
+    std::vector<std::string> v;
+    for (const toml::node& e : *a) v.push_back(**e.as_string());
+    return collectors::CollectorOptionValue(std::move(v));
+  }
+  if (a->is_homogeneous(toml::node_type::integer)) {
+    std::vector<int64_t> v;
+    for (const toml::node& e : *a) v.push_back(**e.as_integer());
+    return collectors::CollectorOptionValue(std::move(v));
+  }
+  return std::nullopt;
+}
+
+std::string Where(std::string_view source, const toml::source_region& r);
+
+// [collectors] and its sub-tables: every leaf goes to the collectors' own key table.
+Status ParseCollectorTable(const toml::table& table, const std::string& prefix,
+                           std::string_view source, collectors::CollectorConfig* out) {
+  for (const auto& [key, value] : table) {
+    std::string full = prefix + "." + std::string(key.str());
+    if (const toml::table* sub = value.as_table()) {
+      SEQPOINT_RETURN_IF_ERROR(ParseCollectorTable(*sub, full, source, out));
+      continue;
+    }
+    auto v = ToCollectorValue(value, false);
+    Status st = v ? collectors::SetCollectorOption(out, full, *v)
+                  : InvalidArgument("has a value of an unsupported type");
+    if (!st.ok() && v && value.is_array() && value.as_array()->empty()) {
+      st = collectors::SetCollectorOption(out, full, *ToCollectorValue(value, true));
+    }
+    if (!st.ok()) {
+      std::string known;
+      for (const auto& k : collectors::CollectorConfigKeys()) {
+        if (k.key == full) known = std::string(k.type);
+      }
+      if (known.empty()) {
+        return InvalidArgument(Where(source, key.source()) + ": unknown key '" + full +
+                               "' (see `seqpointd --print-default-config` for the collectors."
+                               "* keys): " +
+                               st.message());
+      }
+      return InvalidArgument(Where(source, value.source()) + ": key '" + full + "' " +
+                             st.message() + " (expected " + known + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Where(std::string_view source, const toml::source_region& r) {
+  return std::string(source) + ":" + std::to_string(r.begin.line) + ":" +
+         std::to_string(r.begin.column);
+}
+
+std::string KnownKeys(std::string_view section) {
+  std::string out;
+  for (const KeySpec& s : Specs()) {
+    if (s.key.substr(0, s.key.find('.')) != section) continue;
+    out += (out.empty() ? "" : ", ") + std::string(s.key.substr(s.key.find('.') + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DaemonConfig::ControlSocketPath() const {
+  return control_socket.empty() ? runtime_dir + "/control.sock" : control_socket;
+}
+std::string DaemonConfig::StateDbPath() const { return state_dir + "/state.db"; }
+
+std::vector<ConfigKeyDoc> ConfigKeys() {
+  DaemonConfig defaults;
+  std::vector<ConfigKeyDoc> out;
+  for (const KeySpec& s : Specs()) {
+    out.push_back({s.key, s.type, s.get(defaults), s.doc});
+    if (s.key == "probes.zero_code_custom") {
+      for (const ConfigKeyDoc& f : ZeroCodeCustomKeyDocs()) out.push_back(f);
+    }
+  }
+  for (const auto& k : collectors::CollectorConfigKeys()) {
+    out.push_back({k.key, k.type, k.default_value, k.doc});
+  }
+  return out;
+}
+
+Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(Where(source, e.source()) + ": " + std::string(e.description()) +
+                           " (fix the TOML syntax)");
+  }
+  DaemonConfig config;
+  for (const auto& [section_key, section] : root) {
+    std::string section_name(section_key.str());
+    if (section_name == "collectors") {
+      const toml::table* t = section.as_table();
+      if (t == nullptr) {
+        return InvalidArgument(Where(source, section.source()) + ": 'collectors' must be a table");
+      }
+      SEQPOINT_RETURN_IF_ERROR(ParseCollectorTable(*t, "collectors", source, &config.collectors));
+      continue;
+    }
+    if (KnownKeys(section_name).empty()) {
+      return InvalidArgument(Where(source, section_key.source()) + ": unknown section '" +
+                             section_name +
+                             "' (known: daemon, control, metrics, runs, upload, "
+                             "probes, collectors)");
+    }
+    const toml::table* table = section.as_table();
+    if (table == nullptr) {
+      return InvalidArgument(Where(source, section.source()) + ": '" + section_name +
+                             "' must be a table ([" + section_name + "])");
+    }
+    for (const auto& [key, value] : *table) {
+      std::string full = section_name + "." + std::string(key.str());
+      if (full == "probes.zero_code_custom") {  // a table of tables: errors name the field's line
+        SEQPOINT_RETURN_IF_ERROR(
+            ParseZeroCodeCustom(value, source, &config.probes_zero_code_custom));
+        continue;
+      }
+      const KeySpec* spec = nullptr;
+      for (const KeySpec& s : Specs()) {
+        if (s.key == full) spec = &s;
+      }
+      if (spec == nullptr) {
+        return InvalidArgument(Where(source, key.source()) + ": unknown key '" + full +
+                               "' (known keys in [" + section_name +
+                               "]: " + KnownKeys(section_name) + ")");
+      }
+      Status st = spec->set(value, config);
+      if (!st.ok()) {
+        return InvalidArgument(Where(source, value.source()) + ": key '" + full + "' " +
+                               st.message() + " (expected " + std::string(spec->type) + ")");
+      }
+    }
+  }
+  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(config).WithContext(std::string(source)));
+  return config;
+}
+
+Result<DaemonConfig> LoadConfig(const std::string& path, bool missing_ok) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (missing_ok) return DaemonConfig{};
+    return NotFound("cannot open config file '" + path +
+                    "' (create it, e.g. from `seqpointd --print-default-config`, or pass "
+                    "--config PATH)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), path);
+}
+
+std::string DefaultConfigToml() {
+  std::string out =
+      "# seqpointd configuration (/etc/seqpoint/seqpointd.toml). Every key is optional; the\n"
+      "# values shown are the defaults. `seqpointd --check-config` validates this file.\n";
+  std::string section;
+  for (const ConfigKeyDoc& k : ConfigKeys()) {
+    std::string s(k.key.substr(0, k.key.find('.')));
+    if (s != section) {
+      out += "\n[" + s + "]\n";
+      section = s;
+    }
+    out += "# " + std::string(k.doc) + " (" + std::string(k.type) + ")\n";
+    out += "# " + std::string(k.key.substr(k.key.find('.') + 1)) + " = " + k.default_value + "\n";
+  }
+  return out;
+}
+
+Result<LogLevel> ParseLogLevel(std::string_view name) {
+  if (name == "error") return LogLevel::kError;
+  if (name == "warn") return LogLevel::kWarn;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "debug") return LogLevel::kDebug;
+  return InvalidArgument("log level '" + std::string(name) +
+                         "' is not one of error, warn, info, debug");
+}
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
+  }
+  return "info";
+}
+
+}  // namespace seqpoint::daemon

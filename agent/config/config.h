@@ -1,0 +1,114 @@
+// seqpointd's configuration (docs/architecture.md): one typed struct, every field with an
+// in-class default and a comment. The TOML file (/etc/seqpoint/seqpointd.toml) sets any subset
+// of the keys listed by ConfigKeys(); an unknown key or a value of the wrong type is an error
+// that names the file, the line and the key. `seqpointd --print-default-config` writes every
+// key with its documentation and default, generated from the same table, so the two never drift.
+//
+// Threads: a DaemonConfig is a plain value, copied on reload (SIGHUP) and never shared mutably.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/collector_config.h"
+#include "probes/zero_code_probe.h"
+#include "common/status.h"
+
+namespace seqpoint::daemon {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+struct DaemonConfig {
+  // [daemon]
+  LogLevel log_level = LogLevel::kInfo;         // error | warn | info | debug
+  std::string state_dir = "/var/lib/seqpoint";  // SQLite state (state.db) lives here
+  std::string runtime_dir = "/run/seqpoint";    // control socket lives here
+  std::string proc_root = "/proc";              // procfs root (tests inject a fixture)
+  int64_t flush_interval_ms = 5000;             // how often run state is written to disk
+
+  // [control]
+  std::string control_socket;                // empty: <runtime_dir>/control.sock
+  std::string control_group;                 // group allowed besides root; empty: none
+  int64_t control_max_request_bytes = 4096;  // one request line, newline included
+  int64_t control_max_clients = 16;          // concurrent connections
+
+  // [metrics]
+  std::string metrics_listen = "127.0.0.1:9464";  // host:port of /metrics; empty: disabled
+
+  // [runs]
+  std::string run_group_by = "env:SEQPOINT_RUN_ID";  // env:NAME | cgroup | pid
+  int64_t run_budget = 64;               // iterations measured by the collectors, per run
+  double run_budget_fraction = 0;        // also at most this fraction of iterations (0: off)
+  double run_target_error_pct = 0.5;     // cost-proxy error the selector's bins aim at
+  int64_t run_warmup_iterations = 10;    // iterations skipped before selection starts
+  int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
+  int64_t history_retention_days = 365;  // bin-cost history kept for efficiency-over-time
+  // Energy on every iteration: the energy counter (collectors.energy.sources) is read this
+  // often; an iteration's energy is interpolated at its probe timestamps (0: energy only on
+  // SeqPoints, by the energy collector).
+  int64_t run_energy_sample_interval_ms = 50;
+  int64_t run_observer_control_every = 4;    // one chosen iteration in N: timed, no collectors
+  double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
+  std::string run_observer_action = "drop";  // drop (the blamed collectors, per run) | flag
+
+  // [upload]
+  std::string upload_url;                     // Prometheus remote-write URL (http://); empty: off
+  int64_t upload_interval_s = 15;             // projections are sampled and spooled this often
+  int64_t upload_timeout_s = 10;              // one HTTP request
+  int64_t upload_backoff_initial_ms = 500;    // first retry delay; doubles on every failure
+  int64_t upload_backoff_max_s = 300;         // retry delay cap
+  int64_t upload_spool_max_bytes = 64 << 20;  // bounded spool: oldest batches dropped beyond
+  int64_t upload_batch_max_samples = 2000;    // samples per spooled batch
+  std::map<std::string, std::string> upload_labels;  // extra labels on every series
+  // https:// (upload_security.h): the endpoint is verified against the system CA store plus
+  // tls_ca_file, for the URL's host or tls_server_name; optional client certificate (mTLS).
+  std::string upload_tls_ca_file;      // extra CA bundle (PEM); empty: the system store only
+  std::string upload_tls_cert_file;    // client certificate (PEM), with tls_key_file
+  std::string upload_tls_key_file;     // its private key (PEM, unencrypted)
+  std::string upload_tls_server_name;  // name to verify and send as SNI; empty: the URL's host
+  bool upload_tls_insecure_skip_verify = false;  // no certificate check at all (warned in log)
+  // Credentials, read from files before each request (never logged): one of the two kinds.
+  std::string upload_bearer_token_file;         // "Authorization: Bearer <file contents>"
+  std::string upload_basic_auth_user;           // HTTP basic auth user, with the password file
+  std::string upload_basic_auth_password_file;  // its password
+
+  // [probes]
+  int64_t probes_discover_interval_ms = 2000;  // how often new training processes are sought
+  int64_t probes_poll_interval_ms = 1000;      // batched end records are read at least this often
+  int64_t probes_ring_buffer_kib = 1024;       // ring buffer for iteration events (64 B each)
+  // Zero-code probes (config_zero_code.h): presets enabled by name (the RNN ones: a few uprobe
+  // hits per iteration; GEMM presets are opt-in, one hit per GEMM call), and custom probes.
+  std::vector<std::string> probes_zero_code = {"miopen-rnn", "cudnn-rnn"};
+  std::vector<probes::ZeroCodeProbe> probes_zero_code_custom;  // [probes.zero_code_custom.NAME]
+
+  // [collectors]: keys collectors.<name>.<field>, owned by collectors/collector_config.h.
+  collectors::CollectorConfig collectors;
+
+  // Paths derived from the above.
+  std::string ControlSocketPath() const;
+  std::string StateDbPath() const;
+};
+
+// Documentation of one key, used for --print-default-config and error messages.
+struct ConfigKeyDoc {
+  std::string_view key;       // "runs.budget"
+  std::string_view type;      // "integer", "string", ...
+  std::string default_value;  // TOML literal
+  std::string_view doc;       // one line
+};
+std::vector<ConfigKeyDoc> ConfigKeys();
+
+// Parses TOML text; `source` names it in errors ("seqpointd.toml:12:3: ...").
+Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source);
+// Reads and parses a file. A missing file is an error unless `missing_ok` (then defaults).
+Result<DaemonConfig> LoadConfig(const std::string& path, bool missing_ok);
+// A documented TOML file holding every key at its default, commented out.
+std::string DefaultConfigToml();
+
+Result<LogLevel> ParseLogLevel(std::string_view name);
+std::string_view LogLevelName(LogLevel level);
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,122 @@
+#include "agent/config/config.h"
+
+#include <doctest/doctest.h>
+
+#include <regex>
+
+#include "agent/config/config_validate.h"
+#include "agent/testing/test_util.h"
+
+using namespace seqpoint::daemon;
+
+TEST_CASE("agent config: every key has a default, and the default file parses to the defaults") {
+  auto cfg = ParseConfig("", "empty.toml");
+  REQUIRE(cfg.ok());
+  CHECK(cfg->metrics_listen == "127.0.0.1:9464");
+  CHECK(cfg->ControlSocketPath() == "/run/seqpoint/control.sock");
+  CHECK(cfg->StateDbPath() == "/var/lib/seqpoint/state.db");
+  std::string doc = DefaultConfigToml();
+  for (const ConfigKeyDoc& k : ConfigKeys()) {
+    CHECK(!k.doc.empty());
+    CHECK(doc.find(std::string(k.key.substr(k.key.find('.') + 1)) + " = ") != std::string::npos);
+  }
+  // Uncomment every key: the file of defaults must parse and give the defaults back.
+  std::string uncommented;
+  for (size_t pos = 0; pos < doc.size();) {
+    size_t end = doc.find('\n', pos);
+    std::string line = doc.substr(pos, end - pos);
+    if (std::regex_search(line, std::regex("^# [a-z_]+ = "))) line = line.substr(2);
+    uncommented += line + "\n";
+    pos = end + 1;
+  }
+  auto round = ParseConfig(uncommented, "defaults.toml");
+  REQUIRE_MESSAGE(round.ok(), round.status().ToString());
+  CHECK(round->run_budget == DaemonConfig{}.run_budget);
+  CHECK(round->upload_spool_max_bytes == DaemonConfig{}.upload_spool_max_bytes);
+}
+
+TEST_CASE("agent config: values are read") {
+  auto cfg = ParseConfig(R"(
+[daemon]
+log_level = "debug"
+state_dir = "/tmp/x"
+[runs]
+budget = 12
+group_by = "cgroup"
+[upload]
+url = "http://127.0.0.1:9090/api/v1/write"
+labels = { cluster = "a", node = "n1" }
+[collectors]
+rapl.enabled = true
+[collectors.perf]
+events = ["task-clock", "page-faults"]
+)",
+                         "t.toml");
+  REQUIRE_MESSAGE(cfg.ok(), cfg.status().ToString());
+  CHECK(cfg->log_level == LogLevel::kDebug);
+  CHECK(cfg->run_budget == 12);
+  CHECK(cfg->upload_labels.at("node") == "n1");
+  CHECK(cfg->collectors.perf.events.size() == 2);
+  CHECK(cfg->collectors.rapl.enabled == true);
+  CHECK(cfg->StateDbPath() == "/tmp/x/state.db");
+}
+
+TEST_CASE("agent config: an unknown key names the file, line and the known keys") {
+  auto cfg = ParseConfig("[runs]\nbudget = 3\nbugdet = 4\n", "/etc/seqpoint/seqpointd.toml");
+  REQUIRE(!cfg.ok());
+  const std::string& m = cfg.status().message();
+  CHECK(m.find("/etc/seqpoint/seqpointd.toml:3:1") != std::string::npos);
+  CHECK(m.find("unknown key 'runs.bugdet'") != std::string::npos);
+  CHECK(m.find("budget") != std::string::npos);
+  auto col = ParseConfig("[collectors.perf]\nevnets = []\n", "c.toml");
+  REQUIRE(!col.ok());
+  CHECK(col.status().message().find("c.toml:2:1: unknown key 'collectors.perf.evnets'") !=
+        std::string::npos);
+  auto col_type = ParseConfig("[collectors.perf]\nevents = 3\n", "c.toml");
+  REQUIRE(!col_type.ok());
+  CHECK(col_type.status().message().find("'collectors.perf.events'") != std::string::npos);
+  auto section = ParseConfig("[run]\nbudget = 3\n", "s.toml");
+  REQUIRE(!section.ok());
+  CHECK(section.status().message().find("unknown section 'run'") != std::string::npos);
+}
+
+TEST_CASE("agent config: a wrong type or value names the key, the line and what is expected") {
+  auto cfg = ParseConfig("[runs]\n\nbudget = \"ten\"\n", "t.toml");
+  REQUIRE(!cfg.ok());
+  CHECK(cfg.status().message().find("t.toml:3:") != std::string::npos);
+  CHECK(cfg.status().message().find("'runs.budget' must be an integer") != std::string::npos);
+  auto range = ParseConfig("[runs]\nbudget = 0\n", "t.toml");
+  CHECK(range.status().message().find("between 1 and") != std::string::npos);
+  auto level = ParseConfig("[daemon]\nlog_level = \"loud\"\n", "t.toml");
+  CHECK(level.status().message().find("'loud'") != std::string::npos);
+  auto url = ParseConfig("[upload]\nurl = \"ftp://x/y\"\n", "t.toml");
+  CHECK(url.status().message().find("upload.url") != std::string::npos);
+  auto group = ParseConfig("[runs]\ngroup_by = \"label\"\n", "t.toml");
+  CHECK(group.status().message().find("env:NAME") != std::string::npos);
+  auto syntax = ParseConfig("[runs\n", "t.toml");
+  CHECK(syntax.status().message().find("t.toml:1:") != std::string::npos);
+  auto not_table = ParseConfig("runs = 3\n", "t.toml");
+  CHECK(not_table.status().message().find("must be a table") != std::string::npos);
+}
+
+TEST_CASE("agent config: a missing file is an error unless allowed") {
+  testing::TempDir dir;
+  CHECK(!LoadConfig(dir.File("none.toml"), false).ok());
+  CHECK(LoadConfig(dir.File("none.toml"), true).ok());
+  auto cfg = LoadConfig(dir.Write("a.toml", "[metrics]\nlisten = \"\"\n"), false);
+  REQUIRE(cfg.ok());
+  CHECK(cfg->metrics_listen.empty());
+}
+
+TEST_CASE("agent config: host:port and URL parsing") {
+  CHECK(ParseHostPort("[::1]:80")->host == "::1");
+  CHECK(ParseHostPort("127.0.0.1:0")->port == 0);
+  CHECK(!ParseHostPort("127.0.0.1").ok());
+  CHECK(!ParseHostPort("h:99999").ok());
+  auto u = ParseHttpUrl("http://localhost:9090/api/v1/write");
+  REQUIRE(u.ok());
+  CHECK(u->host == "localhost");
+  CHECK(u->port == 9090);
+  CHECK(u->target == "/api/v1/write");
+  CHECK(ParseHttpUrl("http://h")->target == "/");
+}

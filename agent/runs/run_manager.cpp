@@ -1,0 +1,412 @@
+#include "agent/runs/run_manager.h"
+
+#include <string.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "agent/config/log.h"
+#include "agent/source/run_key.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+
+namespace {
+
+// Counter groups rotate per SeqPoint: CollectorSet gives each collector group
+// visit % group_count(), where visit is the selector's Decision::group. With counter_groups at
+// max_samples_per_point the selector numbers each bin's visits 0, 1, 2, ... (no bin gets more),
+// so every collector rotates through its own groups, whatever their count, without the
+// selector knowing the collectors (opened later, at the first measured iteration). Only the
+// group numbers change: which iterations are measured does not, so logs replay identically.
+RunManagerOptions WithGroupRotation(RunManagerOptions o) {
+  o.selector.counter_groups = std::max<uint32_t>(1, o.selector.max_samples_per_point);
+  return o;
+}
+
+}  // namespace
+
+RunManager::RunManager(Store* store, CollectorSetFactory collectors, RunManagerOptions options)
+    : store_(store),
+      collector_factory_(std::move(collectors)),
+      options_(WithGroupRotation(std::move(options))) {}
+
+void RunManager::Reconfigure(const RunManagerOptions& options) {
+  options_ = WithGroupRotation(options);
+  if (!node_dropped_.empty()) {
+    SEQPOINT_LOG(kInfo,
+                 "reload: collectors dropped for perturbing earlier runs are tried again "
+                 "in new runs");
+  }
+  node_dropped_.clear();
+  for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
+}
+
+Status RunManager::Resume() {
+  auto active = store_->ListRuns(true, 1 << 20);
+  if (!active.ok()) return active.status();
+  const bool live = source_ == nullptr || source_->pids_are_live();
+  for (const RunRecord& r : *active) {
+    auto snap = store_->LoadRun(r.id);
+    auto meas = store_->LoadMeasurements(r.id);
+    auto log = store_->LoadIterationLog(r.id);
+    if (!snap.ok() || !meas.ok() || !log.ok()) {
+      return (snap.ok() ? (meas.ok() ? log.status() : meas.status()) : snap.status())
+          .WithContext("resuming run " + std::to_string(r.id));
+    }
+    auto tracker = RunTracker::Restore(*snap, *meas, *log, options_.selector);
+    if (!tracker.ok()) return tracker.status().WithContext("resuming run " + std::to_string(r.id));
+    bool any_alive = !live || r.pids.empty();
+    for (int32_t pid : r.pids) any_alive = any_alive || ProcessExists(options_.proc_root, pid);
+    (*tracker)->set_control_every(options_.observer_control_every);
+    runs_[r.id] = std::move(*tracker);
+    idle_since_ns_[r.id] = WallNs();
+    if (!any_alive) {
+      CloseRun(r.id, RunState::kFinished, "its processes ended while seqpointd was down");
+    } else {
+      SEQPOINT_LOG(kInfo, "resumed run " + std::to_string(r.id) + " (" + r.key + ") at " +
+                              std::to_string(r.iterations) + " iterations");
+    }
+  }
+  return Status::Ok();
+}
+
+RunManager::Proc* RunManager::ProcFor(pid_t pid) {
+  auto it = procs_.find(pid);
+  if (it != procs_.end()) return &it->second;
+  OnProcessFound(ProcessInfo{pid, 0, "", ""});  // events from a process not announced first
+  it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : &it->second;
+}
+
+RunTracker* RunManager::TrackerFor(const Proc& proc) {
+  auto it = runs_.find(proc.run_id);
+  return it == runs_.end() ? nullptr : it->second.get();
+}
+
+void RunManager::OnProcessFound(const ProcessInfo& p) {
+  if (procs_.count(p.pid)) return;
+  const bool live = source_ == nullptr || source_->pids_are_live();
+  uint64_t start =
+      p.start_time || !live ? p.start_time : ProcessStartTime(options_.proc_root, p.pid);
+  std::string key = !p.run_key.empty()
+                        ? p.run_key
+                        : RunKeyFor(options_.group_by, options_.proc_root, p.pid, start);
+  RunTracker* tracker = nullptr;
+  for (auto& [id, t] : runs_) {
+    if (t->record().key == key) tracker = t.get();
+  }
+  if (tracker == nullptr) {
+    RunRecord r;
+    r.key = key;
+    r.started_unix_ns = r.updated_unix_ns = WallNs();
+    auto id = store_->CreateRun(r);
+    if (!id.ok()) {
+      ++store_errors_;
+      SEQPOINT_LOG(kError, "cannot record run " + key + ": " + id.status().message());
+      return;
+    }
+    r.id = *id;
+    auto created = RunTracker::Create(r, options_.selector);
+    if (!created.ok()) {
+      SEQPOINT_LOG(kError, "cannot start run " + key + ": " + created.status().message());
+      return;
+    }
+    tracker = created->get();
+    tracker->set_control_every(options_.observer_control_every);
+    for (const auto& [collector, by_run] : node_dropped_) {
+      tracker->dropped_collectors().insert(collector);
+      SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + ": collector " + collector +
+                              " not used: it perturbed run " + std::to_string(by_run) +
+                              " on this node (SIGHUP or a restart tries it again)");
+    }
+    runs_[r.id] = std::move(*created);
+    SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + " (" + key + ") started by pid " +
+                            std::to_string(p.pid) + (p.comm.empty() ? "" : " (" + p.comm + ")"));
+  }
+  RunRecord& rec = tracker->record();
+  if (std::find(rec.pids.begin(), rec.pids.end(), p.pid) == rec.pids.end()) {
+    rec.pids.push_back(p.pid);
+    rec.updated_unix_ns = WallNs();  // flushed with the next save
+  }
+  idle_since_ns_.erase(rec.id);
+  Proc& proc = procs_[p.pid];
+  proc.run_id = rec.id;
+  attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
+  if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
+  UpdateHooks(p.pid, proc, *tracker);
+}
+
+void RunManager::UpdateHooks(pid_t pid, Proc& proc, RunTracker& tracker) {
+  bool wanted = tracker.WantsBegins();
+  if (wanted != proc.begin_hooks || !proc.begin_hooks) {
+    proc.begin_hooks = wanted;
+    if (source_ != nullptr) source_->SetBeginHooks(pid, wanted);
+  }
+  if (!wanted && proc.collectors && !proc.measuring) {
+    proc.collectors->Close();  // budget spent: release the counters
+    proc.collectors.reset();
+  }
+}
+
+void RunManager::OnIterationBegin(const IterationBegin& b) {
+  Proc* proc = ProcFor(b.pid);
+  RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
+  if (tracker == nullptr) return;
+  if (proc->measuring) (void)EndMeasurement(*proc);  // its end never came: discard
+  selector::Decision d =
+      tracker->Decide(b.pid, b.iter, b.seq_len, b.batch, static_cast<double>(b.tokens));
+  // A control is timed like any chosen iteration, but no collector touches it.
+  if (!d.measure || tracker->IsControl(b.pid, b.iter)) return;
+  if (proc->rebuild && proc->collectors) {
+    proc->collectors->Close();
+    proc->collectors.reset();
+  }
+  proc->rebuild = false;
+  if (!proc->collectors && collector_factory_) {
+    proc->collectors = std::make_unique<collectors::CollectorSet>();
+    const std::set<std::string>& dropped = tracker->dropped_collectors();
+    for (auto& c : collector_factory_()) {
+      if (!dropped.count(std::string(c->name()))) proc->collectors->Add(std::move(c));
+    }
+    proc->collectors->Open(collectors::Target{b.pid, ""});
+    for (const auto& st : proc->collectors->stats()) {
+      CollectorTotals& t = totals_[st.name];
+      t.state = std::string(collectors::CollectorStateName(st.state));
+      t.last_error =
+          st.state == collectors::CollectorState::kFailed ? st.open_status.message() : "";
+    }
+  }
+  if (proc->collectors) {
+    proc->collectors->Begin(d.group);
+    proc->measuring = b.iter;
+  }
+}
+
+std::vector<collectors::Sample> RunManager::EndMeasurement(Proc& proc) {
+  std::vector<collectors::Sample> values;
+  proc.measuring.reset();
+  if (!proc.collectors) return values;
+  auto readings = proc.collectors->End();
+  const auto& stats = proc.collectors->stats();
+  for (const collectors::CollectorReading& r : readings) {
+    CollectorTotals& t = totals_[r.collector];
+    for (const auto& st : stats) {
+      if (st.name == r.collector) t.cost_us += st.last_cost_us;
+    }
+    if (!r.status.ok()) {
+      ++t.failed;
+      t.last_error = r.status.message();
+      continue;
+    }
+    ++t.ok;
+    for (const collectors::Sample& s : r.samples) values.push_back(s);
+  }
+  // Which counter group each collector held (a failed one still ran its Begin): the observer
+  // effect is estimated per group.
+  for (const collectors::CollectorReading& r : readings) {
+    values.push_back({"group:" + r.collector, static_cast<double>(r.group), "group"});
+  }
+  return values;
+}
+
+std::optional<double> RunManager::IterationEnergy(int64_t run_id, RunTracker& tracker,
+                                                  const IterationEnd& e) {
+  if (energy_ == nullptr || e.begin_ns == 0 || e.end_ns < e.begin_ns) return std::nullopt;
+  std::optional<uint32_t> k = attribution_.Divisor(run_id, e.begin_ns, e.end_ns);
+  if (!k) {
+    tracker.CountEnergyUnattributed(/*shared=*/true);
+    return std::nullopt;
+  }
+  std::optional<double> uj = energy_->EnergyBetween(e.begin_ns, e.end_ns);
+  if (!uj) {
+    tracker.CountEnergyUnattributed(/*shared=*/false);
+    return std::nullopt;
+  }
+  return *uj / *k;
+}
+
+void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
+  const ObserverEffect& oe = tracker.observer_effect(options_.observer_threshold);
+  if (!tracker.TakeObserverUpdate() || !oe.flagged) return;  // costs a compare per iteration
+  std::vector<std::string> blamed = oe.FlaggedCollectors();
+  if (tracker.FirstObserverWarning()) {
+    std::string who;
+    for (const std::string& c : blamed) who += (who.empty() ? "" : ", ") + c;
+    char ratio[96];
+    std::snprintf(ratio, sizeof ratio, "%.2fx (95%% interval %.2f-%.2f, %llu pairs)", oe.all.ratio,
+                  oe.all.low, oe.all.high, static_cast<unsigned long long>(oe.all.pairs));
+    SEQPOINT_LOG(
+        kWarn,
+        "run " + std::to_string(run_id) + " (" + tracker.record().key +
+            "): collector-measured iterations take " + ratio +
+            " the time of the control iterations: measuring perturbs the "
+            "training (collectors: " +
+            (who.empty() ? std::string("none open") : who) +
+            "); projections of their metrics are marked perturbed, time and energy corrected" +
+            (options_.observer_drop ? ""
+                                    : " (runs.observer_effect_action = "
+                                      "\"drop\" would stop them)"));
+  }
+  if (!options_.observer_drop) return;
+  bool dropped_now = false;
+  for (const std::string& c : blamed) {
+    node_dropped_.emplace(c, run_id);
+    if (!tracker.dropped_collectors().insert(c).second) continue;
+    dropped_now = true;
+    SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": dropping collector " + c +
+                            " for the rest of the run and for later runs on this node "
+                            "(runs.observer_effect_action = \"drop\")");
+  }
+  if (!dropped_now) return;
+  for (auto& [pid, p] : procs_) {
+    if (p.run_id != run_id || !p.collectors) continue;
+    if (p.measuring) {
+      p.rebuild = true;  // after this measurement
+    } else {
+      p.collectors->Close();
+      p.collectors.reset();
+    }
+  }
+}
+
+void RunManager::OnIterationEnd(const IterationEnd& e) {
+  Proc* proc = ProcFor(e.pid);
+  RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
+  if (tracker == nullptr) return;
+  std::vector<collectors::Sample> values;
+  if (proc->measuring && *proc->measuring == e.iter) values = EndMeasurement(*proc);
+  std::optional<double> energy = IterationEnergy(proc->run_id, *tracker, e);
+  tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
+                    e.end_ns, values, energy);
+  CheckObserverEffect(proc->run_id, *tracker);
+  UpdateHooks(e.pid, *proc, *tracker);
+}
+
+void RunManager::OnProcessExit(const ProcessExit& x) {
+  auto it = procs_.find(x.pid);
+  if (it == procs_.end()) return;
+  Proc& proc = it->second;
+  const int64_t run_id = proc.run_id;
+  if (proc.measuring) (void)EndMeasurement(proc);
+  if (proc.collectors) proc.collectors->Close();
+  procs_.erase(it);
+  const uint64_t now_mono = MonotonicNowNs();
+  attribution_.ProcessExited(x.pid, now_mono);
+  // End records arrive at most a poll interval late and an iteration older than the sampler's
+  // ring has no energy anyway: an hour back is far beyond both.
+  if (now_mono > 3'600'000'000'000) attribution_.Prune(now_mono - 3'600'000'000'000);
+  auto run = runs_.find(run_id);
+  if (run == runs_.end()) return;
+  RunTracker& tracker = *run->second;
+  tracker.DropPending(x.pid);
+  if (x.Crashed()) {
+    tracker.record().state = RunState::kCrashed;
+    tracker.record().end_reason = "pid " + std::to_string(x.pid) + " " + x.Describe();
+    SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": " + tracker.record().end_reason);
+  }
+  for (const auto& [pid, p] : procs_) {
+    if (p.run_id == run_id) return;  // other ranks still run
+  }
+  RunState state =
+      tracker.record().state == RunState::kCrashed ? RunState::kCrashed : RunState::kFinished;
+  std::string reason = state == RunState::kCrashed
+                           ? tracker.record().end_reason
+                           : "pid " + std::to_string(x.pid) + " " + x.Describe();
+  CloseRun(run_id, state, reason);
+}
+
+void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& reason) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return;
+  RunTracker& tracker = *it->second;
+  tracker.record().state = state;
+  tracker.record().end_reason = reason;
+  tracker.record().ended_unix_ns = tracker.record().updated_unix_ns = WallNs();
+  Status st = SaveRun(tracker, /*fresh=*/true);
+  if (!st.ok()) SEQPOINT_LOG(kError, "closing run " + std::to_string(run_id) + ": " + st.message());
+  SelfCheck check = tracker.self_check();
+  SEQPOINT_LOG(
+      kInfo, "run " + std::to_string(run_id) + " (" + tracker.record().key + ") " +
+                 std::string(RunStateName(state)) + ": " + reason + "; " +
+                 std::to_string(tracker.record().iterations) + " iterations, " +
+                 std::to_string(tracker.measured_iterations()) + " measured" +
+                 (check.valid ? ", time projection error " + std::to_string(check.error * 100) + "%"
+                              : ""));
+  if (on_closed_) on_closed_(tracker.Snapshot());
+  runs_.erase(it);
+  idle_since_ns_.erase(run_id);
+  ++runs_closed_;
+  if (state == RunState::kCrashed) ++runs_crashed_;
+}
+
+void RunManager::CloseIdleRuns() {
+  const int64_t now = WallNs();
+  if (source_ == nullptr || source_->pids_are_live()) {
+    // A process whose exit event was lost: gone from /proc.
+    std::vector<pid_t> gone;
+    for (const auto& [pid, p] : procs_) {
+      if (!ProcessExists(options_.proc_root, pid)) gone.push_back(pid);
+    }
+    for (pid_t pid : gone) OnProcessExit(ProcessExit{pid, false, std::nullopt, std::nullopt});
+  }
+  std::vector<int64_t> idle;
+  for (const auto& [id, t] : runs_) {
+    bool has_proc = false;
+    for (const auto& [pid, p] : procs_) has_proc = has_proc || p.run_id == id;
+    if (has_proc) continue;
+    auto [since, inserted] = idle_since_ns_.try_emplace(id, now);
+    if (!inserted && now - since->second >= options_.idle_timeout_s * 1'000'000'000) {
+      idle.push_back(id);
+    }
+  }
+  for (int64_t id : idle) {
+    CloseRun(id, RunState::kFinished,
+             "no process seen for " + std::to_string(options_.idle_timeout_s) + " s");
+  }
+}
+
+Status RunManager::SaveRun(RunTracker& tracker, bool fresh) {
+  RunSnapshot snap = tracker.Snapshot(fresh ? 0 : 1'000'000'000);
+  auto m = tracker.TakeNewMeasurements();
+  auto log = tracker.TakeNewLog();
+  auto cost = tracker.TakeCostDeltas();
+  Status st = store_->SaveRun(snap, m, cost, log);
+  if (!st.ok()) {
+    ++store_errors_;
+    tracker.ReturnUnsaved(std::move(m), std::move(log), std::move(cost));
+  } else {
+    tracker.MarkSaved();
+  }
+  return st;
+}
+
+Status RunManager::Flush() {
+  Status first;
+  for (auto& [id, t] : runs_) {
+    if (!t->HasUnsaved()) continue;  // an idle run costs no write
+    Status st = SaveRun(*t);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+RunTracker* RunManager::FindActive(const std::string& id_or_key) {
+  for (auto& [id, t] : runs_) {
+    if (std::to_string(id) == id_or_key || t->record().key == id_or_key) return t.get();
+  }
+  return nullptr;
+}
+
+}  // namespace seqpoint::daemon

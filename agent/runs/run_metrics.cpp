@@ -1,0 +1,157 @@
+#include "agent/runs/run_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace seqpoint::daemon {
+
+std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
+                                      bool for_upload) {
+  auto info =
+      Gauge("seqpoint_run_info", "A run watched on this node (value 1): its key and state.");
+  auto proj = Gauge("seqpoint_run_projection",
+                    "Projected whole-run total of a metric from the SeqPoints, in base units.");
+  auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
+  auto high = Gauge("seqpoint_run_projection_high", "Upper end of the projection's 95% interval.");
+  auto actual = Gauge("seqpoint_run_actual",
+                      "Total of a cheap metric measured on every iteration: iteration time "
+                      "(probe timestamps), and energy where a source is present (the node's "
+                      "energy over the run's iterations, interpolated between counter samples "
+                      "taken every runs.energy_sample_interval_ms; only while the run owns the "
+                      "node, shared equally among its ranks).");
+  auto error = Gauge("seqpoint_run_self_check_error_ratio",
+                     "(projected - actual) / actual of a cheap metric (time, energy), the actual "
+                     "less what measuring added (seqpoint_run_observer_excess): the live "
+                     "confidence figure.");
+  auto within = Gauge("seqpoint_run_self_check_within_interval",
+                      "1 when the cheap metric's actual total lies inside the 95% interval.");
+  auto excess = Gauge("seqpoint_run_observer_excess",
+                      "What measuring added to the run's actual total (base units), estimated "
+                      "from the observer-effect ratio; 0 while no slowdown is flagged.");
+  auto oe_ratio = Gauge("seqpoint_run_observer_effect_ratio",
+                        "Median over control/treated pairs of the collector-measured iteration's "
+                        "time over the control's (each relative to its SL's mean time), per "
+                        "counter group held (group=\"all\": every pair); 1 = no perturbation.");
+  auto oe_low = Gauge("seqpoint_run_observer_effect_ratio_low",
+                      "Lower end of the observer-effect ratio's distribution-free 95% interval.");
+  auto oe_high = Gauge("seqpoint_run_observer_effect_ratio_high",
+                       "Upper end of the observer-effect ratio's distribution-free 95% interval.");
+  auto oe_pairs = Gauge("seqpoint_run_observer_effect_pairs",
+                        "Measured iterations with a shadow behind the observer-effect ratio.");
+  auto oe_flag = Gauge("seqpoint_run_observer_effect_flagged",
+                       "1 when measured iterations are slower than their shadows by more than "
+                       "runs.observer_effect_threshold_pct (the interval's lower end).");
+  auto perturbed = Gauge("seqpoint_run_projection_perturbed",
+                         "1 when a projection was fed by measured iterations the observer-effect "
+                         "check found slowed by the measurement.");
+  auto dropped = Gauge("seqpoint_run_collector_dropped",
+                       "1 for a collector the run stopped using because it perturbed the "
+                       "training (runs.observer_effect_action = \"drop\").");
+  auto energy_iters = Counter("seqpoint_run_energy_iterations_total",
+                              "Iterations given a share of the node's energy.");
+  auto energy_unattr =
+      Counter("seqpoint_run_energy_unattributed_iterations_total",
+              "Timed iterations without energy: reason=shared (another run's process was alive), "
+              "uncovered (counter read failed, or the iteration is older than the sample ring).");
+  auto iters = Counter("seqpoint_run_iterations_total", "Iterations observed in the run.");
+  auto measured = Counter("seqpoint_run_measured_iterations_total",
+                          "Iterations measured by the collectors (the SeqPoints' cost).");
+  auto unobserved = Counter("seqpoint_run_unobserved_iterations_total",
+                            "Iteration indices never observed (agent down, events lost).");
+  auto points = Gauge("seqpoint_run_seqpoints", "SeqPoints chosen so far.");
+  auto allowed = Gauge("seqpoint_run_selector_budget_iterations",
+                       "Iterations the selector may measure in this run now.");
+  auto bins = Gauge("seqpoint_run_selector_bins", "SL bins of the run's online selector.");
+  for (const auto& [id, tracker] : runs.runs()) {
+    RunSnapshot s = tracker->Snapshot(1'000'000'000);
+    const std::string run = std::to_string(id);
+    info.Add({{"run", run}, {"key", s.run.key}, {"state", std::string(RunStateName(s.run.state))}},
+             1);
+    for (const Projection& p : s.projections) {
+      BaseUnit b = ToBaseUnit(p.metric, p.unit);
+      Labels l = {{"run", run}, {"metric", b.name}, {"unit", b.unit}};
+      proj.Add(l, p.total * b.scale);
+      low.Add(l, p.low * b.scale);
+      high.Add(l, p.high * b.scale);
+      if (std::isfinite(p.actual)) actual.Add(l, p.actual * b.scale);
+      perturbed.Add({{"run", run}, {"metric", b.name}}, p.perturbed ? 1 : 0);
+    }
+    for (const SelfCheck& c : tracker->self_checks()) {
+      if (!c.valid) continue;
+      BaseUnit b = ToBaseUnit(c.metric, c.unit);
+      error.Add({{"run", run}, {"metric", b.name}}, c.error);
+      within.Add({{"run", run}, {"metric", b.name}}, c.within_interval ? 1 : 0);
+      excess.Add({{"run", run}, {"metric", b.name}}, c.observer_excess * b.scale);
+    }
+    const ObserverEffect& oe = tracker->observer_effect(options.observer_threshold);
+    std::vector<const ObserverEstimate*> estimates = {&oe.all};
+    for (const ObserverEstimate& e : oe.by_group) estimates.push_back(&e);
+    for (const ObserverEstimate* e : estimates) {
+      if (e->pairs == 0) continue;
+      Labels l = {{"run", run}, {"group", e->group.empty() ? "all" : e->group}};
+      oe_ratio.Add(l, e->ratio);
+      oe_low.Add(l, e->low);
+      oe_high.Add(l, e->high);
+      oe_pairs.Add(l, static_cast<double>(e->pairs));
+    }
+    oe_flag.Add({{"run", run}}, oe.flagged ? 1 : 0);
+    for (const std::string& c : tracker->dropped_collectors()) {
+      dropped.Add({{"run", run}, {"collector", c}}, 1);
+    }
+    if (options.energy) {
+      energy_iters.Add({{"run", run}}, static_cast<double>(tracker->energy_iterations()));
+      energy_unattr.Add({{"run", run}, {"reason", "shared"}},
+                        static_cast<double>(tracker->energy_shared()));
+      energy_unattr.Add({{"run", run}, {"reason", "uncovered"}},
+                        static_cast<double>(tracker->energy_uncovered()));
+    }
+    iters.Add({{"run", run}}, static_cast<double>(s.run.iterations));
+    measured.Add({{"run", run}}, static_cast<double>(tracker->measured_iterations()));
+    unobserved.Add({{"run", run}}, static_cast<double>(s.run.unobserved));
+    points.Add({{"run", run}}, static_cast<double>(s.seqpoints.size()));
+    allowed.Add({{"run", run}}, static_cast<double>(std::min<uint64_t>(tracker->selector_allowed(),
+                                                                       options.budget)));
+    bins.Add({{"run", run}}, tracker->selector_bins());
+  }
+  std::vector<MetricFamily> out = {info,  proj,     low,      high,   actual,  error,   within,
+                                   iters, measured, oe_ratio, oe_low, oe_high, oe_flag, perturbed};
+  if (for_upload) return out;
+  for (auto* f : {&unobserved, &points, &allowed, &bins, &excess, &oe_pairs, &dropped,
+                  &energy_iters, &energy_unattr}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+std::vector<MetricFamily> RunManagerFamilies(const RunManager& runs) {
+  std::vector<MetricFamily> out;
+  out.push_back(Gauge("seqpoint_runs_active", "Runs being watched.")
+                    .Add({}, static_cast<double>(runs.runs().size())));
+  out.push_back(Counter("seqpoint_runs_closed_total", "Runs closed since seqpointd started.")
+                    .Add({}, static_cast<double>(runs.runs_closed())));
+  out.push_back(Counter("seqpoint_runs_crashed_total",
+                        "Of the runs closed, those closed as crashed (a process killed by a "
+                        "signal, a non-zero exit status, or an exit inside an iteration).")
+                    .Add({}, static_cast<double>(runs.runs_crashed())));
+  out.push_back(Gauge("seqpoint_processes_watched", "Training processes attached.")
+                    .Add({}, static_cast<double>(runs.processes())));
+  auto up = Gauge("seqpoint_collector_up", "1 when the collector opened on the last process.");
+  auto meas = Counter("seqpoint_collector_measurements_total", "Collector measurements by result.");
+  auto cost = Counter("seqpoint_collector_cost_seconds_total",
+                      "Wall time spent in the collector's Begin and End.");
+  for (const auto& [name, t] : runs.collector_totals()) {
+    up.Add({{"collector", name}, {"state", t.state}}, t.state == "open" ? 1 : 0);
+    meas.Add({{"collector", name}, {"result", "ok"}}, static_cast<double>(t.ok));
+    meas.Add({{"collector", name}, {"result", "failed"}}, static_cast<double>(t.failed));
+    cost.Add({{"collector", name}}, t.cost_us * 1e-6);
+  }
+  out.push_back(std::move(up));
+  out.push_back(std::move(meas));
+  out.push_back(std::move(cost));
+  out.push_back(Counter("seqpoint_store_errors_total", "Failed writes to the state database.")
+                    .Add({}, static_cast<double>(runs.store_errors())));
+  return out;
+}
+
+}  // namespace seqpoint::daemon

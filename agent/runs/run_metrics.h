@@ -1,0 +1,25 @@
+// The runs' metrics: per run, its projections with intervals, self-check, observer effect,
+// energy attribution and selector state; and the run manager's own counters (runs, processes,
+// collectors, state-store writes). Names and labels: docs/metrics.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "agent/metrics/metric_family.h"
+#include "agent/runs/run_manager.h"
+
+namespace seqpoint::daemon {
+
+struct RunMetricsOptions {
+  double observer_threshold = 0;  // runs.observer_effect_threshold_pct / 100
+  uint64_t budget = 0;            // runs.budget: the cap reported beside the selector's allowance
+  bool energy = false;            // an energy sampler runs: export the attribution counters
+};
+
+// `for_upload`: only the families uploaded by remote-write (the projections and what judges them).
+std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
+                                      bool for_upload);
+std::vector<MetricFamily> RunManagerFamilies(const RunManager& runs);
+
+}  // namespace seqpoint::daemon

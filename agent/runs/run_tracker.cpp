@@ -1,0 +1,267 @@
+#include "agent/runs/run_tracker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "selector/projection.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr int64_t kNsPerDay = int64_t{86400} * 1000000000;
+
+}  // namespace
+
+bool IsBookkeepingMetric(const std::string& metric) {
+  return metric.rfind("observer:", 0) == 0 || metric.rfind("group:", 0) == 0;
+}
+
+Result<std::unique_ptr<RunTracker>> RunTracker::Create(RunRecord record,
+                                                       const selector::OnlineOptions& options) {
+  auto sel = selector::OnlineSelector::Create(options);
+  if (!sel.ok()) return sel.status().WithContext("runs.budget");
+  return std::unique_ptr<RunTracker>(new RunTracker(std::move(record), std::move(*sel), options));
+}
+
+Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
+    const RunSnapshot& snapshot, const std::vector<Measurement>& measurements,
+    const std::vector<IterationLogEntry>& log, const selector::OnlineOptions& options) {
+  auto created = Create(snapshot.run, options);
+  if (!created.ok()) return created.status();
+  RunTracker& t = **created;
+  for (const IterationLogEntry& e : log) {
+    selector::Decision d;
+    const uint32_t n = std::max<uint32_t>(1, e.repeat);
+    for (uint32_t i = 0; i < n; ++i) t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n, &d);
+  }
+  t.new_log_.clear();
+  t.tail_log_.clear();
+  t.record_ = snapshot.run;  // counters as saved, not as re-counted by the replay
+  t.histogram_.clear();
+  for (const HistogramBin& b : snapshot.histogram) {
+    t.histogram_[b.seq_len] = b;
+    t.actual_time_ns_ += b.time_ns_sum;
+    t.timed_iterations_ += b.count;
+    t.actual_energy_uj_ += b.energy_uj_sum;
+    t.energy_iterations_ += b.energy_count;
+  }
+  for (const Measurement& m : measurements) {
+    auto& mi = t.measured_[m.ordinal];
+    mi.pid = m.pid;
+    mi.iter = m.iter;
+    mi.seq_len = m.seq_len;
+    mi.batch = m.batch;
+    mi.values.push_back({m.metric, m.value, m.unit});
+  }
+  for (const auto& [ordinal, mi] : t.measured_) ++t.visits_[mi.pid];
+  t.dirty_ = true;
+  t.observer_dirty_ = true;
+  return created;
+}
+
+uint64_t RunTracker::Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                          selector::Decision* decision) {
+  const uint64_t ordinal = next_ordinal_++;
+  // Spent before this iteration: then it cannot be a sample, and its order no longer matters.
+  const bool spent = options_.budget_count > 0 && options_.budget_fraction <= 0 &&
+                     selector_.measured() >= options_.budget_count;
+  *decision = selector_.OnIteration(ordinal, seq_len, batch, tokens);
+  if (decision->measure) sample_ids_[ordinal] = {pid, iter};
+  if (spent) {
+    IterationLogEntry& e = tail_log_[{pid, seq_len, batch}];
+    e = {pid, seq_len, iter, batch, e.repeat + 1, e.tokens + tokens};
+  } else {
+    new_log_.push_back({pid, seq_len, iter, batch, 1, tokens});
+  }
+  auto [it, first] = last_iter_.try_emplace(pid, iter);
+  if (first) {
+    record_.unobserved += iter;  // attached after the process began: 0..iter-1 were missed
+  } else {
+    if (iter > it->second + 1) record_.unobserved += iter - it->second - 1;
+    it->second = std::max(it->second, iter);
+  }
+  HistogramBin& bin = histogram_[seq_len];
+  bin.seq_len = seq_len;
+  ++bin.count;
+  ++record_.iterations;
+  record_.max_iter = std::max(record_.max_iter, iter);
+  dirty_ = true;
+  return ordinal;
+}
+
+selector::Decision RunTracker::Decide(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch,
+                                      double tokens) {
+  auto key = std::make_pair(pid, iter);
+  if (auto it = pending_.find(key); it != pending_.end()) return it->second.decision;
+  selector::Decision d;
+  uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, &d);
+  const bool control =
+      d.measure && IsControlVisit(visits_[pid]++, control_every_,
+                                  static_cast<uint64_t>(pid) * 1000003u + record_.id);
+  pending_[key] = {ordinal, d, control};
+  return d;
+}
+
+bool RunTracker::IsControl(pid_t pid, uint64_t iter) const {
+  auto it = pending_.find({pid, iter});
+  return it != pending_.end() && it->second.control;
+}
+
+void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                          uint64_t begin_ns, uint64_t end_ns,
+                          const std::vector<collectors::Sample>& values,
+                          std::optional<double> energy_uj) {
+  Pending p{};
+  auto key = std::make_pair(pid, iter);
+  if (auto it = pending_.find(key); it != pending_.end()) {
+    p = it->second;
+    pending_.erase(it);
+  } else {
+    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, &p.decision);
+    // Chosen without a begin hook: no collector ran, whatever the draw says.
+    if (p.decision.measure) {
+      p.control = IsControlVisit(visits_[pid]++, control_every_,
+                                 static_cast<uint64_t>(pid) * 1000003u + record_.id);
+    }
+  }
+  const int64_t now = WallNs();
+  const bool timed = begin_ns > 0 && end_ns >= begin_ns;
+  const double time_ns = timed ? static_cast<double>(end_ns - begin_ns) : 0;
+  const double energy = energy_uj.value_or(-1);
+  const bool has_energy = std::isfinite(energy) && energy >= 0;
+  HistogramBin& bin = histogram_[seq_len];
+  if (timed) {
+    bin.time_ns_sum += time_ns;
+    ++timed_iterations_;
+    actual_time_ns_ += time_ns;
+    AddCost(seq_len, "time_ns", time_ns, now);
+  }
+  if (has_energy) {
+    bin.energy_uj_sum += energy;
+    ++bin.energy_count;
+    ++energy_iterations_;
+    actual_energy_uj_ += energy;
+    AddCost(seq_len, "energy_uj", energy, now);
+  }
+  if (p.decision.measure) {
+    MeasuredIteration& mi = measured_[p.ordinal];
+    mi = {pid, iter, seq_len, batch, {}};
+    for (const collectors::Sample& v : values) {
+      // The sampler's energy wins: it is the one the actual total sums.
+      if (has_energy && v.name == "energy_uj") continue;
+      AddValue(p.ordinal, mi, v);
+      if (!IsBookkeepingMetric(v.name)) AddCost(seq_len, v.name, v.value, now);
+    }
+    if (timed) AddValue(p.ordinal, mi, {"time_ns", time_ns, "ns"});
+    if (has_energy) AddValue(p.ordinal, mi, {"energy_uj", energy, "uJ"});
+    if (p.control) AddValue(p.ordinal, mi, {"observer:control", 1, "flag"});
+    observer_dirty_ = true;
+  }
+  record_.updated_unix_ns = now;
+  dirty_ = true;
+}
+
+void RunTracker::AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v) {
+  new_measurements_.push_back(
+      {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.name, v.unit, v.value});
+  measured_[ordinal].values.push_back(std::move(v));
+}
+
+void RunTracker::DropPending(pid_t pid) {
+  std::erase_if(pending_, [pid](const auto& kv) { return kv.first.first == pid; });
+}
+
+bool RunTracker::WantsBegins() const {
+  return options_.budget_count == 0 || selector_.measured() < options_.budget_count;
+}
+
+void RunTracker::AddCost(uint32_t seq_len, const std::string& metric, double value,
+                         int64_t now_ns) {
+  auto [lo, hi] = HistoryBin(seq_len);
+  int64_t day = now_ns / kNsPerDay;
+  BinCostRow& row = cost_deltas_[{day, lo, metric}];
+  row.day = day;
+  row.bin_lo = lo;
+  row.bin_hi = hi;
+  row.metric = metric;
+  row.n += 1;
+  row.sum += value;
+  row.sumsq += value * value;
+}
+
+RunSnapshot RunTracker::Snapshot(int64_t max_age_ns) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (dirty_ && (computed_at_ns_ < 0 || now - computed_at_ns_ >= max_age_ns)) Recompute(now);
+  RunSnapshot s;
+  s.run = record_;
+  s.histogram.reserve(histogram_.size());
+  for (const auto& [sl, bin] : histogram_) s.histogram.push_back(bin);
+  s.seqpoints = seqpoints_;
+  s.projections = projections_;
+  return s;
+}
+
+SelfCheck RunTracker::self_check() {
+  (void)Snapshot(0);
+  for (const SelfCheck& c : self_checks_) {
+    if (c.metric == "time_ns") return c;
+  }
+  return SelfCheck{};
+}
+
+std::vector<SelfCheck> RunTracker::self_checks() {
+  (void)Snapshot(0);
+  return self_checks_;
+}
+
+size_t RunTracker::MemoryBytes() const {
+  return sizeof(*this) + selector_.MemoryBytes() + histogram_.size() * 64 + measured_.size() * 160 +
+         pending_.size() * 64 + sample_ids_.size() * 64 + visits_.size() * 48 +
+         new_log_.capacity() * sizeof(IterationLogEntry) + tail_log_.size() * 96;
+}
+
+std::vector<Measurement> RunTracker::TakeNewMeasurements() {
+  return std::exchange(new_measurements_, {});
+}
+std::vector<IterationLogEntry> RunTracker::TakeNewLog() {
+  std::vector<IterationLogEntry> out = std::exchange(new_log_, {});
+  for (auto& [key, e] : tail_log_) out.push_back(e);  // after every ordered entry
+  tail_log_.clear();
+  return out;
+}
+std::vector<BinCostRow> RunTracker::TakeCostDeltas() {
+  std::vector<BinCostRow> out;
+  for (auto& [k, v] : cost_deltas_) out.push_back(std::move(v));
+  cost_deltas_.clear();
+  return out;
+}
+
+void RunTracker::ReturnUnsaved(std::vector<Measurement> measurements,
+                               std::vector<IterationLogEntry> log, std::vector<BinCostRow> costs) {
+  measurements.insert(measurements.end(), new_measurements_.begin(), new_measurements_.end());
+  new_measurements_ = std::move(measurements);
+  log.insert(log.end(), new_log_.begin(), new_log_.end());
+  new_log_ = std::move(log);
+  for (BinCostRow& c : costs) {
+    BinCostRow& row = cost_deltas_[{c.day, c.bin_lo, c.metric}];
+    if (row.n == 0) {
+      row = c;
+    } else {
+      row.n += c.n;
+      row.sum += c.sum;
+      row.sumsq += c.sumsq;
+    }
+  }
+}
+
+}  // namespace seqpoint::daemon

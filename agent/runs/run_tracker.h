@@ -1,0 +1,213 @@
+// One run's live state: the online selector fed with every iteration of the run's processes,
+// the exact-SL histogram, the cheap metrics of every iteration (iteration time from the probes'
+// timestamps; energy where a source is present, energy_sampler.h), the collectors'
+// measurements of the chosen ones, and the projections with their 95% intervals. The cheap
+// metrics are known for every iteration, so the tracker also projects them from the SeqPoints
+// alone and compares with the actual totals: the self-checks, exported as live confidence
+// figures.
+//
+// Observer effect (observer_effect.h): one in runs.observer_effect_control_every of the
+// iterations chosen in a process is a control, timed but measured by no collector (Decide
+// says so through IsControl). Controls are marked by an "observer:control" measurement row, the
+// counter groups a treated iteration held by "group:<collector>" rows. A flag, once raised,
+// stays for the run (the estimate is remade as pairs arrive). Once the effect is flagged, the
+// time and energy projections divide each perturbed iteration's value by its
+// estimated slowdown (their intervals by the slowdown's interval ends), their self-checks
+// compare with the actual total less the estimated excess (observer_excess), and the
+// projections of collector metrics fed by perturbed iterations are marked perturbed: their
+// values cannot be corrected.
+//
+// Iterations are numbered in arrival order across the run's processes (the ordinal). The
+// selector sees ordinals; SeqPoints are reported with each process's own iteration index.
+//
+// Restart: every iteration fed to the selector is logged (IterationLogEntry); Restore() replays
+// the log into a fresh selector (it is deterministic), so its state is exactly as before.
+//
+// Threads: not thread-safe; owned and driven by RunManager on the io_context thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/runs/observer_effect.h"
+#include "collectors/collector.h"
+#include "agent/store/run_model.h"
+#include "agent/store/store.h"
+#include "common/status.h"
+#include "selector/online_selector.h"
+
+namespace seqpoint::daemon {
+
+
+// The self-check: projected vs actual total of a metric measured on every iteration.
+struct SelfCheck {
+  std::string metric = "time_ns";  // or "energy_uj"
+  std::string unit = "ns";
+  double projected = 0, low = 0, high = 0, actual = 0;
+  // What measuring added to the actual total, as estimated from the observer effect: the sum
+  // over perturbed iterations of value * (1 - 1 / slowdown); 0 while nothing is flagged.
+  double observer_excess = 0;
+  double observer_ratio = 1;  // the largest slowdown the projection was corrected by (1: none)
+  // (projected - (actual - observer_excess)) / (actual - observer_excess), per iteration that
+  // has the metric (iterations in flight, without a begin, or without energy do not count).
+  double error = 0;
+  bool within_interval = false;
+  bool valid = false;  // enough data for a figure
+};
+
+// A closed run's observer effect and self-checks, rebuilt from what the store holds (its
+// projections are stored already corrected).
+ObserverEffect StoredObserverEffect(const RunSnapshot& snapshot,
+                                    const std::vector<Measurement>& measurements, double threshold);
+std::vector<SelfCheck> StoredSelfChecks(const RunSnapshot& snapshot,
+                                        const std::vector<Measurement>& measurements,
+                                        const ObserverEffect& observer);
+
+// Measurement rows that record how an iteration was measured ("observer:control",
+// "group:<collector>"), not metrics of their own: never projected.
+bool IsBookkeepingMetric(const std::string& metric);
+
+class RunTracker {
+ public:
+  static Result<std::unique_ptr<RunTracker>> Create(RunRecord record,
+                                                    const selector::OnlineOptions& options);
+  // Rebuilds a tracker from the store: record, histogram, measurements and iteration log.
+  static Result<std::unique_ptr<RunTracker>> Restore(const RunSnapshot& snapshot,
+                                                     const std::vector<Measurement>& measurements,
+                                                     const std::vector<IterationLogEntry>& log,
+                                                     const selector::OnlineOptions& options);
+
+  // At an iteration's start: feeds the selector once; measure=true when it should be measured
+  // (group: the counter group to collect). Again for the same (pid, iter): the first decision.
+  selector::Decision Decide(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch,
+                            double tokens);
+  // At its end: time_ns = end - begin (when begin_ns > 0); energy_uj: the iteration's share of
+  // the node's energy (energy_sampler.h), when known; `values` are the collectors'
+  // measurements, with a "group:<collector>" value per collector (empty unless Decide said so).
+  // Decides first when no begin was seen.
+  void Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                uint64_t begin_ns, uint64_t end_ns, const std::vector<collectors::Sample>& values,
+                std::optional<double> energy_uj = std::nullopt);
+  // An iteration that has a time but no energy: another run shared the node (shared) or the
+  // energy counter did not cover it (read failure, too old).
+  void CountEnergyUnattributed(bool shared) { ++(shared ? energy_shared_ : energy_uncovered_); }
+  // Whether the iteration Decide chose is a control: timed, but no collector may run on it.
+  bool IsControl(pid_t pid, uint64_t iter) const;
+  // One in `every` chosen iterations per process is a control (< 2: none; applies from now).
+  void set_control_every(uint32_t every) { control_every_ = every; }
+  // Forgets decisions of iterations that will never complete (process gone).
+  void DropPending(pid_t pid);
+
+  // True while the selector may still choose iterations (then begin hooks are worth having).
+  bool WantsBegins() const;
+
+  RunRecord& record() { return record_; }
+  const RunRecord& record() const { return record_; }
+  // Histogram, SeqPoints and projections as of now (projections cached for max_age_ns).
+  RunSnapshot Snapshot(int64_t max_age_ns = 0);
+  SelfCheck self_check();  // iteration time
+  // Time, then energy when the run has any.
+  std::vector<SelfCheck> self_checks();
+  // The observer effect as of now; `threshold` as a fraction (0.05: flag above +5%).
+  const ObserverEffect& observer_effect(double threshold);
+  // Collectors this run no longer uses (runs.observer_effect_action = "drop").
+  std::set<std::string>& dropped_collectors() { return dropped_collectors_; }
+  // True when the estimate was recomputed since the last call (after a measured iteration,
+  // or with the projections).
+  bool TakeObserverUpdate() {
+    return std::exchange(observer_handled_, observer_generation_) != observer_generation_;
+  }
+  // True the first time it is called after the observer effect is flagged (log once).
+  bool FirstObserverWarning() { return !std::exchange(observer_warned_, true); }
+  uint64_t energy_iterations() const { return energy_iterations_; }
+  uint64_t energy_shared() const { return energy_shared_; }
+  uint64_t energy_uncovered() const { return energy_uncovered_; }
+  uint64_t measured_iterations() const { return measured_.size(); }
+  uint64_t selector_allowed() const { return selector_.allowed(); }
+  uint32_t selector_bins() const { return selector_.bins(); }
+  size_t MemoryBytes() const;
+
+  // Whether anything waits to be written (else a flush skips the run).
+  bool HasUnsaved() const {
+    return !new_log_.empty() || !tail_log_.empty() || !new_measurements_.empty() ||
+           !cost_deltas_.empty() || record_.updated_unix_ns != saved_at_ns_;
+  }
+  void MarkSaved() { saved_at_ns_ = record_.updated_unix_ns; }
+  // What changed since the last call, for the store (cleared by the call).
+  std::vector<Measurement> TakeNewMeasurements();
+  std::vector<IterationLogEntry> TakeNewLog();
+  std::vector<BinCostRow> TakeCostDeltas();
+  // Puts back what a failed store write took, ahead of anything newer.
+  void ReturnUnsaved(std::vector<Measurement> measurements, std::vector<IterationLogEntry> log,
+                     std::vector<BinCostRow> costs);
+
+ private:
+  RunTracker(RunRecord record, selector::OnlineSelector selector,
+             const selector::OnlineOptions& options)
+      : record_(std::move(record)), selector_(std::move(selector)), options_(options) {}
+  struct Pending {
+    uint64_t ordinal;
+    selector::Decision decision;
+    bool control = false;
+  };
+  struct MeasuredIteration {
+    int32_t pid;
+    uint64_t iter;
+    uint32_t seq_len, batch;
+    std::vector<collectors::Sample> values;
+  };
+  uint64_t Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                selector::Decision* decision);
+  void AddCost(uint32_t seq_len, const std::string& metric, double value, int64_t now_ns);
+  void AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v);
+  void Recompute(int64_t now_ns);
+  // The projection of `metric`; for time and energy, corrected for the observer effect.
+  std::optional<Projection> ProjectOne(const selector::Selection& sel, const std::string& metric,
+                                       const std::string& unit);
+  void CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations);
+
+  RunRecord record_;
+  selector::OnlineSelector selector_;
+  selector::OnlineOptions options_;
+  uint64_t next_ordinal_ = 0;
+  std::map<uint64_t, std::pair<pid_t, uint64_t>> sample_ids_;  // chosen ordinal -> (pid, iter)
+  std::map<std::pair<pid_t, uint64_t>, Pending> pending_;
+  std::map<pid_t, uint64_t> last_iter_;             // per process, to count unobserved indices
+  std::map<uint64_t, MeasuredIteration> measured_;  // by ordinal
+  std::map<uint32_t, HistogramBin> histogram_;
+  int64_t saved_at_ns_ = -1;
+  uint64_t timed_iterations_ = 0;
+  double actual_time_ns_ = 0;
+  uint64_t energy_iterations_ = 0;
+  double actual_energy_uj_ = 0;
+  uint64_t energy_shared_ = 0, energy_uncovered_ = 0;
+  uint32_t control_every_ = 4;        // runs.observer_effect_control_every
+  std::map<pid_t, uint64_t> visits_;  // chosen iterations per process, for the controls
+  ObserverEffect observer_;
+  double observer_threshold_ = 0.05;  // as last asked for (runs.observer_effect_threshold_pct)
+  bool observer_dirty_ = true;
+  uint64_t observer_generation_ = 0, observer_handled_ = 0;
+  std::set<std::string> dropped_collectors_;
+  std::set<std::string> observer_latched_;  // estimates once flagged ("" = all), see .cpp
+  bool observer_warned_ = false;
+  std::vector<Measurement> new_measurements_;
+  std::vector<IterationLogEntry> new_log_;
+  std::map<std::tuple<pid_t, uint32_t, uint32_t>, IterationLogEntry> tail_log_;  // aggregated
+  std::map<std::tuple<int64_t, uint32_t, std::string>, BinCostRow> cost_deltas_;
+  // Cached projection.
+  int64_t computed_at_ns_ = -1;
+  bool dirty_ = true;
+  std::vector<SeqPointRecord> seqpoints_;
+  std::vector<Projection> projections_;
+  std::vector<SelfCheck> self_checks_;
+};
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,74 @@
+// RunTracker on the recorded trace: restore from the store's log rebuilds the same selection,
+// and the log stays bounded once the budget is spent.
+#include "agent/runs/run_tracker.h"
+
+#include <doctest/doctest.h>
+
+#include "agent/testing/test_util.h"
+#include "common/trace_csv.h"
+
+using namespace seqpoint::daemon;
+using namespace seqpoint::daemon::testing;
+
+namespace {
+
+void Feed(RunTracker& t, const seqpoint::Trace& trace, size_t from, size_t to) {
+  const int task = trace.MetricIndex("task_clock_ns");
+  uint64_t clock = 1'000'000;
+  for (size_t r = from; r < to; ++r) {
+    auto d = t.Decide(42, trace.iter[r], trace.seq_len[r], trace.batch[r], trace.tokens[r]);
+    std::vector<seqpoint::collectors::Sample> values;
+    if (d.measure) values.push_back({"task_clock_ns", trace.metrics[task][r], "ns"});
+    uint64_t dt = static_cast<uint64_t>(trace.metrics[trace.MetricIndex("time_ns")][r]);
+    t.Complete(42, trace.iter[r], trace.seq_len[r], trace.batch[r], trace.tokens[r], clock,
+               clock + dt, values);
+    clock += dt + 1000;
+    if (r % 7 == 3) (void)t.Snapshot();  // as /metrics scrapes and flushes do, at any time
+  }
+}
+
+}  // namespace
+
+TEST_CASE("agent run tracker: restoring from the log rebuilds the same selection, log bounded") {
+  auto trace = seqpoint::LoadTrace(RecordedTrace());
+  REQUIRE(trace.ok());
+  seqpoint::selector::OnlineOptions o;
+  o.budget_count = 30;
+  RunRecord rec;
+  rec.id = 1;
+  rec.key = "k";
+  auto a = RunTracker::Create(rec, o);
+  REQUIRE(a.ok());
+  Feed(**a, *trace, 0, 1000);
+  std::vector<IterationLogEntry> log = (*a)->TakeNewLog();
+  std::vector<Measurement> meas = (*a)->TakeNewMeasurements();
+  // Task clock and time on each measured iteration, and a mark on each control (one in 4).
+  size_t controls = 0;
+  for (const auto& m : meas) controls += m.metric == "observer:control";
+  CHECK(controls >= 30 / 4);
+  CHECK(controls <= (30 + 3) / 4);
+  CHECK(meas.size() == 2 * 30 + controls);
+  CHECK(log.size() < 400);  // ordered until the budget went, aggregated after
+  uint64_t logged = 0;
+  for (const auto& e : log) logged += std::max<uint32_t>(1, e.repeat);
+  CHECK(logged == 1000);
+  RunSnapshot snap = (*a)->Snapshot();
+  auto b = RunTracker::Restore(snap, meas, log, o);
+  REQUIRE(b.ok());
+  RunSnapshot again = (*b)->Snapshot();
+  REQUIRE(again.seqpoints.size() == snap.seqpoints.size());
+  for (size_t i = 0; i < snap.seqpoints.size(); ++i) {
+    CHECK(again.seqpoints[i].iters == snap.seqpoints[i].iters);
+    CHECK(again.seqpoints[i].weight == snap.seqpoints[i].weight);
+  }
+  REQUIRE(again.projections.size() == snap.projections.size());
+  for (size_t i = 0; i < snap.projections.size(); ++i) {
+    CHECK(again.projections[i].total == doctest::Approx(snap.projections[i].total));
+  }
+  // Both continue identically.
+  Feed(**a, *trace, 1000, 1500);
+  Feed(**b, *trace, 1000, 1500);
+  CHECK((*a)->Snapshot().projections[0].total ==
+        doctest::Approx((*b)->Snapshot().projections[0].total));
+  CHECK((*b)->measured_iterations() == 30);
+}

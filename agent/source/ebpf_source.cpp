@@ -1,0 +1,351 @@
+// The live iteration source: the eBPF iteration probes (USDT provider `seqpoint`, zero-code
+// uprobes) and process discovery of probes, driven from the daemon's io_context.
+//
+// Event loop: both ring buffers' epoll fds are watched by Asio (readable = a wakeup is pending);
+// discovery is also polled every 100 ms (it delays re-examining a pid that just exec'd, e.g.
+// bash exec'ing the trainer, and relies on being polled to catch up), and a timer
+// (probes.poll_interval_ms) polls the iteration ring anyway, because records of iterations nobody
+// asked hooks for are batched in the kernel and only wake the consumer every ~4000 records
+// (iteration_probes.h): the timer bounds how stale the cheap per-iteration data can be. Discovery's
+// periodic rescan and liveness check also run from that Poll.
+//
+// Begin hooks, per process: the probes run in kWanted mode. While a process's run still has
+// budget for SeqPoints, every SL that process has shown is marked wanted for all its future
+// iterations (WantSeqLen(pid, sl, all)), so its begins reach the selector (and the collectors)
+// at once; an SL never seen before gets armed when its first end record arrives. When the run
+// has spent its budget the SLs are disarmed. Those processes, and every other process on the
+// node, then cost only batched end records: the cheapest mode.
+//
+// Zero-code probes (probes.zero_code, probes.zero_code_custom; config_zero_code.h): discovery
+// attaches them to processes that map their libraries (at start by the /proc scan, later at
+// exec and dlopen). A process found that way is announced to the daemon (and gets a run) only
+// at its first iteration: every PyTorch job maps libcudnn, RNN or not. Its iterations then flow
+// like USDT ones; its begin hook fires at the iteration's first SL call (the BPF side cannot
+// know an iteration started before that), so the collectors of a measured iteration cover the
+// first SL call to the boundary, while time_ns spans boundary to boundary: `seqpoint show` and
+// `status` say so per process. A reload applies a changed probe set to processes attached from
+// then on (and rescans /proc); attached ones keep theirs until they exit or exec.
+//
+// Crashes: the exit tracepoint carries the wait status (exit code, fatal signal, core dump) the
+// parent reaps; a non-zero code or a signal marks the run crashed. A process that exits with an
+// iteration open (the probes flag it SP_FLAG_EXITED) is crashed too, whatever its status. A
+// process whose exit event was lost (found gone by the liveness check) has no status. Not so
+// for zero-code: SL calls after the last boundary (evaluation, checkpointing) look like an open
+// iteration at any exit, so there the exit status alone decides.
+#include <unistd.h>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <set>
+
+#include "agent/config/config_zero_code.h"
+#include "agent/config/log.h"
+#include "agent/source/run_key.h"
+#include "agent/source/live_source.h"
+#include "probes/iteration_probes.h"
+#include "probes/process_discovery.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+namespace asio = boost::asio;
+
+class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::DiscoveryListener {
+ public:
+  EbpfSource(asio::io_context& io, int64_t poll_ms)
+      : io_(io), timer_(io), discovery_timer_(io), poll_ms_(poll_ms) {}
+  ~EbpfSource() override {
+    *alive_ = false;
+    Stop();
+  }
+
+  Status Init(const DaemonConfig& config) {
+    probes::IterationProbesOptions po;
+    po.ring_buffer_bytes = static_cast<uint32_t>(config.probes_ring_buffer_kib) * 1024;
+    po.proc_root = config.proc_root;
+    auto zero_code = ResolveZeroCodeProbes(config);
+    if (!zero_code.ok()) return zero_code.status();
+    po.zero_code = zero_code_ = *zero_code;
+    SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
+    auto probes = probes::IterationProbes::Create(po, this);
+    if (!probes.ok()) return probes.status();
+    probes_ = std::move(*probes);
+    probes_->SetHookMode(probes::HookMode::kWanted);
+    probes::DiscoveryOptions dopt;
+    dopt.proc_root = config.proc_root;
+    dopt.zero_code = zero_code_;
+    auto discovery = probes::ProcessDiscovery::Create(dopt, this);
+    if (!discovery.ok()) return discovery.status();
+    discovery_ = std::move(*discovery);
+    return Status::Ok();
+  }
+
+  std::string_view name() const override { return "ebpf"; }
+
+  Status Start(daemon::IterationSink* sink) override {
+    sink_ = sink;
+    SEQPOINT_RETURN_IF_ERROR(discovery_->Start());  // scans running processes: OnTargets
+    Watch(probes_->epoll_fd(), probe_fd_);
+    Watch(discovery_->epoll_fd(), discovery_fd_);
+    Tick();
+    DiscoveryTick();
+    return Status::Ok();
+  }
+
+  void Stop() override {
+    stopped_ = true;
+    timer_.cancel();
+    discovery_timer_.cancel();
+    boost::system::error_code ec;
+    if (probe_fd_) probe_fd_->close(ec);
+    if (discovery_fd_) discovery_fd_->close(ec);
+    if (probes_) probes_->DetachAll();
+  }
+
+  // Hooks cover every SL of the process from its next iteration on: a rare SL's first (maybe
+  // only) occurrence must be measurable too, or the tail bins would never get a SeqPoint.
+  void SetBeginHooks(pid_t pid, bool wanted) override {
+    if (!wanted) {
+      Disarm(pid);
+      return;
+    }
+    if (!armed_.insert(pid).second) return;
+    Status st = probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0xffffffffu);
+    if (!st.ok()) SEQPOINT_LOG(kWarn, "begin hooks: " + st.message());
+  }
+
+  Status Reconfigure(const DaemonConfig& config) override {
+    auto zero_code = ResolveZeroCodeProbes(config);
+    if (!zero_code.ok()) return zero_code.status();
+    SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
+    if (*zero_code == zero_code_) return Status::Ok();
+    SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
+    zero_code_ = std::move(*zero_code);
+    discovery_->SetZeroCodeProbes(zero_code_);  // rescans /proc: OnTargets
+    SEQPOINT_LOG(kInfo, "zero-code probes now [" + ZeroCodeNames(zero_code_) +
+                            "] for processes attached from now on; those attached keep theirs");
+    return Status::Ok();
+  }
+
+  std::vector<AttachedProcess> Attached() const override {
+    std::vector<AttachedProcess> out;
+    for (int pid : probes_->AttachedPids()) {
+      AttachedProcess a;
+      a.pid = pid;
+      auto c = comm_.find(pid);
+      if (c != comm_.end()) a.comm = c->second;
+      a.announced = known_.count(pid) > 0;
+      a.where = probes_->Describe(pid);
+      if (const probes::ZeroCodeProbe* z = probes_->AttachedZeroCodeProbe(pid)) {
+        a.probe = "zero-code " + z->name;
+        a.detail = probes::DescribeZeroCodeProbe(*z) +
+                   "; a measured iteration's collectors start at its first SL call, its time_ns "
+                   "at the previous boundary";
+      } else {
+        a.probe = "usdt";
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  SourceStats stats() const override {
+    SourceStats s;
+    probes::IterationProbeStats p = probes_->stats();
+    s.events = p.received;
+    s.lost = p.lost() + discovery_->stats().lost;
+    s.anomalies = p.kernel[SP_STAT_SL_ZERO] + p.kernel[SP_STAT_SL_HUGE] +
+                  p.kernel[SP_STAT_ABANDONED] + p.kernel[SP_STAT_NO_BEGIN] +
+                  p.kernel[SP_STAT_DUPLICATE] + p.kernel[SP_STAT_INFLIGHT_FULL] + p.malformed;
+    s.processes = probes_->AttachedPids().size();
+    size_t zero_code = 0;
+    for (int pid : probes_->AttachedPids())
+      zero_code += probes_->AttachedZeroCodeProbe(pid) != nullptr;
+    s.description = "eBPF probes: " + std::to_string(s.processes) + " processes attached (" +
+                    std::to_string(zero_code) + " through zero-code probes); zero-code probes [" +
+                    ZeroCodeNames(zero_code_) + "]";
+    return s;
+  }
+
+  // probes::DiscoveryListener
+  bool OnTargets(const probes::ProcessTargets& targets) override {
+    auto attached = probes_->AttachTargets(targets);
+    if (!attached.ok()) {
+      SEQPOINT_LOG(kWarn, "cannot attach to pid " + std::to_string(targets.identity.pid) + ": " +
+                              attached.status().message());
+      return false;
+    }
+    const int pid = targets.identity.pid;
+    comm_[pid] = targets.identity.comm;
+    if (known_.count(pid) > 0) return true;
+    ProcessInfo info{pid, targets.identity.start_time, targets.identity.comm, ""};
+    if (probes_->AttachedZeroCodeProbe(pid) != nullptr) {  // announced at its first iteration
+      // Its run key is read now, while it runs: the first iteration's record may be delivered
+      // only as it exits (records are batched), when /proc/PID/environ is empty.
+      info.run_key = RunKeyFor(group_by_, proc_root_, pid, info.start_time);
+      if (unannounced_.emplace(pid, info).second) {
+        SEQPOINT_LOG(kInfo, "attached to pid " + std::to_string(pid) + " (" +
+                                targets.identity.comm + "): " + probes_->Describe(pid) +
+                                "; its run starts at its first iteration");
+      }
+      return true;
+    }
+    unannounced_.erase(pid);  // it loaded the provider: USDT only from now on
+    Announce(info);
+    return true;
+  }
+
+  void OnGone(int pid, const std::optional<probes::ExitStatus>& how) override {
+    probes_->DetachPid(pid);  // delivers queued records, open iterations flagged EXITED
+    unannounced_.erase(pid);
+    comm_.erase(pid);
+    if (known_.erase(pid) == 0 || sink_ == nullptr) return;
+    ProcessExit x;
+    x.pid = pid;
+    x.mid_iteration = exited_mid_.erase(pid) > 0;
+    if (how) {
+      x.exit_code = how->exit_code;
+      x.signal = how->signal;
+      x.core_dumped = how->core_dumped;
+    }
+    Disarm(pid);
+    sink_->OnProcessExit(x);
+  }
+
+  // probes::ProbeEventSink
+  void OnBegin(const probes::IterationEvent& e) override {
+    AnnounceAtFirstIteration(e);
+    if (sink_ == nullptr || !e.valid_seq_len()) return;
+    sink_->OnIterationBegin(IterationBegin{static_cast<pid_t>(e.pid), static_cast<pid_t>(e.tid),
+                                           e.iter, e.seq_len, e.batch, e.tokens, e.begin_ns});
+  }
+
+  void OnEnd(const probes::IterationEvent& e) override {
+    AnnounceAtFirstIteration(e);
+    if ((e.flags & SP_FLAG_EXITED) && !(e.flags & SP_FLAG_ZERO_CODE)) {
+      exited_mid_.insert(static_cast<int>(e.pid));
+    }
+    if (sink_ == nullptr || !e.valid_seq_len()) return;
+    if (e.flags & SP_FLAG_EXITED) return;  // never ended: no iteration to count
+    IterationEnd end{static_cast<pid_t>(e.pid),
+                     static_cast<pid_t>(e.tid),
+                     e.iter,
+                     e.seq_len,
+                     e.batch,
+                     e.tokens,
+                     e.complete() ? e.begin_ns : 0,
+                     e.end_ns,
+                     (e.flags & SP_FLAG_HOOKED) != 0};
+    sink_->OnIterationEnd(end);
+  }
+
+ private:
+  Status SetGrouping(const DaemonConfig& config) {
+    auto group_by = ParseRunGroupBy(config.run_group_by);
+    if (!group_by.ok()) return group_by.status().WithContext("runs.group_by");
+    group_by_ = *group_by;
+    proc_root_ = config.proc_root;
+    return Status::Ok();
+  }
+  void Announce(const ProcessInfo& info) {
+    if (!known_.insert(info.pid).second || sink_ == nullptr) return;
+    SEQPOINT_LOG(kInfo, "attached to pid " + std::to_string(info.pid) + " (" + info.comm +
+                            "): " + probes_->Describe(info.pid));
+    sink_->OnProcessFound(info);
+  }
+  void AnnounceAtFirstIteration(const probes::IterationEvent& e) {
+    if (e.flags & SP_FLAG_EXITED) return;  // never ended: not an iteration
+    auto it = unannounced_.find(static_cast<int>(e.pid));
+    if (it == unannounced_.end()) return;
+    ProcessInfo info = it->second;
+    unannounced_.erase(it);
+    Announce(info);
+  }
+  static std::string ZeroCodeNames(const std::vector<probes::ZeroCodeProbe>& probes) {
+    std::string out;
+    for (const auto& p : probes) out += (out.empty() ? "" : ", ") + p.name;
+    return out;
+  }
+  void Disarm(pid_t pid) {
+    if (armed_.erase(pid) == 0) return;
+    (void)probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0);
+  }
+  // Asio watches a duplicate of the fd, so closing the descriptor leaves libbpf's own intact.
+  void Watch(int fd, std::unique_ptr<asio::posix::stream_descriptor>& desc) {
+    if (fd < 0) return;
+    desc = std::make_unique<asio::posix::stream_descriptor>(io_, dup(fd));
+    Arm(desc.get());
+  }
+  void Arm(asio::posix::stream_descriptor* desc) {
+    std::weak_ptr<bool> alive = alive_;
+    desc->async_wait(asio::posix::stream_descriptor::wait_read,
+                     [this, alive, desc](boost::system::error_code ec) {
+                       auto a = alive.lock();
+                       if (ec || !a || !*a || stopped_) return;
+                       PollAll();
+                       Arm(desc);
+                     });
+  }
+  void Tick() {
+    std::weak_ptr<bool> alive = alive_;
+    timer_.expires_after(std::chrono::milliseconds(poll_ms_));
+    timer_.async_wait([this, alive](boost::system::error_code ec) {
+      auto a = alive.lock();
+      if (ec || !a || !*a || stopped_) return;
+      PollAll();
+      Tick();
+    });
+  }
+  void DiscoveryTick() {
+    std::weak_ptr<bool> alive = alive_;
+    discovery_timer_.expires_after(std::chrono::milliseconds(100));
+    discovery_timer_.async_wait([this, alive](boost::system::error_code ec) {
+      auto a = alive.lock();
+      if (ec || !a || !*a || stopped_) return;
+      if (auto r = discovery_->Poll(0); !r.ok()) {
+        SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
+      }
+      DiscoveryTick();
+    });
+  }
+  void PollAll() {
+    if (auto r = discovery_->Poll(0); !r.ok()) {
+      SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
+    }
+    if (auto r = probes_->Poll(0); !r.ok()) {
+      SEQPOINT_LOG(kWarn, "iteration probes: " + r.status().message());
+    }
+  }
+
+  asio::io_context& io_;
+  asio::steady_timer timer_;
+  asio::steady_timer discovery_timer_;
+  int64_t poll_ms_;
+  std::unique_ptr<probes::IterationProbes> probes_;
+  std::unique_ptr<probes::ProcessDiscovery> discovery_;
+  std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
+  daemon::IterationSink* sink_ = nullptr;
+  std::set<pid_t> armed_;                       // processes whose every iteration gets begin hooks
+  std::set<int> known_;                         // announced to the sink (OnProcessFound)
+  std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
+  std::map<int, std::string> comm_;             // of every attached process
+  std::vector<probes::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
+  RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
+  std::string proc_root_;
+  std::set<int> exited_mid_;
+  bool stopped_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IterationSource>> MakeLiveSource(asio::io_context& io,
+                                                        const DaemonConfig& config) {
+  auto src = std::make_unique<EbpfSource>(io, config.probes_poll_interval_ms);
+  Status st = src->Init(config);
+  if (!st.ok()) return st;
+  return std::unique_ptr<IterationSource>(std::move(src));
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,127 @@
+// The seam between seqpointd and whatever reports training iterations: the eBPF probes on a
+// live node (probes), or a recorded trace replayed (trace_replay_source.h) for tests
+// and demos on machines where the probes cannot attach. The daemon sees only this interface.
+//
+// Event order per process: OnProcessFound, then per iteration an optional OnIterationBegin
+// (only while the daemon asked for begin hooks on that process: the selector decides at begin
+// whether to measure) and exactly one OnIterationEnd, then OnProcessExit. The eBPF source
+// announces a process found through a zero-code probe only at its first iteration (libcudnn is
+// mapped by every PyTorch job, RNN or not: no run is opened for those that never iterate).
+// Timestamps are CLOCK_MONOTONIC nanoseconds.
+//
+// Threads: a source calls its sink on the daemon's io_context thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace seqpoint::daemon {
+
+struct ProcessInfo {
+  pid_t pid = 0;
+  uint64_t start_time = 0;  // /proc/<pid>/stat field 22 (clock ticks): tells reused pids apart
+  std::string comm;
+  // A source that knows the run already (a replay) sets it; otherwise the daemon derives the
+  // run from runs.group_by (environment variable, cgroup or pid).
+  std::string run_key;
+};
+
+struct IterationBegin {
+  pid_t pid = 0;
+  pid_t tid = 0;
+  uint64_t iter = 0;
+  uint32_t seq_len = 0;
+  uint32_t batch = 0;
+  uint64_t tokens = 0;
+  uint64_t begin_ns = 0;
+};
+
+struct IterationEnd {
+  pid_t pid = 0;
+  pid_t tid = 0;
+  uint64_t iter = 0;
+  uint32_t seq_len = 0;
+  uint32_t batch = 0;
+  uint64_t tokens = 0;
+  uint64_t begin_ns = 0;  // 0 when the begin was not seen (attached mid-iteration)
+  uint64_t end_ns = 0;
+  bool begin_reported = false;  // OnIterationBegin was called for this iteration
+};
+
+struct ProcessExit {
+  pid_t pid = 0;
+  bool mid_iteration = false;    // an iteration was open when the process went away
+  std::optional<int> exit_code;  // when the source knows it (0 when killed by a signal)
+  std::optional<int> signal;     // fatal signal (0: it exited), when the source knows it
+  bool core_dumped = false;      // with a fatal signal: the kernel wrote a core dump
+  bool Crashed() const {
+    return mid_iteration || (signal && *signal != 0) || (exit_code && *exit_code != 0);
+  }
+  // "exited with status 0", "exited with status 3", "killed by signal 9 (SIGKILL)",
+  // "killed by signal 11 (SIGSEGV, core dumped)", "exited" (status unknown), each followed by
+  // " in the middle of an iteration" when one was open.
+  std::string Describe() const;
+};
+
+class IterationSink {
+ public:
+  virtual ~IterationSink() = default;
+  virtual void OnProcessFound(const ProcessInfo& process) = 0;
+  virtual void OnIterationBegin(const IterationBegin& begin) = 0;
+  virtual void OnIterationEnd(const IterationEnd& end) = 0;
+  virtual void OnProcessExit(const ProcessExit& exit) = 0;
+};
+
+// How a source watches one process, for `seqpoint status` and `seqpoint show`.
+struct AttachedProcess {
+  pid_t pid = 0;
+  std::string comm;
+  std::string probe;       // "usdt", or "zero-code <name>" (a preset or [probes.zero_code_custom])
+  std::string where;       // the probes attached and the files they are in
+  std::string detail;      // zero-code: what an iteration spans and what the collectors of a
+                           // measured one cover; empty for USDT
+  bool announced = false;  // OnProcessFound was called (zero-code: at its first iteration)
+};
+
+struct DaemonConfig;
+
+struct SourceStats {
+  uint64_t events = 0;      // delivered
+  uint64_t lost = 0;        // dropped before delivery (ring buffer full)
+  uint64_t anomalies = 0;   // unmatched begin/end, duplicates, SL out of range
+  uint64_t processes = 0;   // attached now
+  std::string description;  // one line for logs and `seqpoint status`
+};
+
+class IterationSource {
+ public:
+  virtual ~IterationSource() = default;
+  virtual std::string_view name() const = 0;
+  // Starts delivering events to `sink` (posted on the daemon's io_context).
+  virtual Status Start(IterationSink* sink) = 0;
+  virtual void Stop() = 0;
+  // Whether the daemon wants OnIterationBegin for every iteration of `pid` (true while its
+  // run's selector may still choose SeqPoints) or only end records, batched (cheaper).
+  virtual void SetBeginHooks(pid_t pid, bool wanted) = 0;
+  virtual SourceStats stats() const = 0;
+  // The processes attached now (empty for sources without live processes).
+  virtual std::vector<AttachedProcess> Attached() const { return {}; }
+  // A config reload (SIGHUP): applies what can change live (the eBPF source: the zero-code
+  // probe set, for processes attached from now on). An error leaves the old settings.
+  virtual Status Reconfigure(const DaemonConfig& config) {
+    (void)config;
+    return Status::Ok();
+  }
+  // False for sources whose pids are not live processes (a replay): the daemon then never
+  // checks /proc for them, nor reads an energy counter against their timestamps (a replay's
+  // clock is not this machine's).
+  virtual bool pids_are_live() const { return true; }
+};
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,371 @@
+// Schema, migration and the run tables. The spool and the cost history are in store_spool.cpp.
+#include "agent/store/store.h"
+
+#include <charconv>
+#include <cstring>
+
+namespace seqpoint::daemon {
+namespace {
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL,
+  state TEXT NOT NULL,
+  end_reason TEXT NOT NULL DEFAULT '',
+  started_ns INTEGER NOT NULL,
+  updated_ns INTEGER NOT NULL,
+  ended_ns INTEGER NOT NULL DEFAULT 0,
+  pids TEXT NOT NULL DEFAULT '',
+  iterations INTEGER NOT NULL DEFAULT 0,
+  max_iter INTEGER NOT NULL DEFAULT 0,
+  unobserved INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX runs_by_key ON runs(key);
+CREATE TABLE histogram(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq_len INTEGER NOT NULL, count INTEGER NOT NULL, time_ns_sum REAL NOT NULL,
+  PRIMARY KEY(run_id, seq_len)) WITHOUT ROWID;
+CREATE TABLE seqpoints(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  iter INTEGER NOT NULL, iters TEXT NOT NULL, pids TEXT NOT NULL, seq_len INTEGER NOT NULL, weight REAL NOT NULL,
+  bin_lo INTEGER NOT NULL, bin_hi INTEGER NOT NULL);
+CREATE INDEX seqpoints_by_run ON seqpoints(run_id);
+CREATE TABLE measurements(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  ordinal INTEGER NOT NULL, pid INTEGER NOT NULL, iter INTEGER NOT NULL,
+  seq_len INTEGER NOT NULL, batch INTEGER NOT NULL, metric TEXT NOT NULL, unit TEXT NOT NULL,
+  value REAL NOT NULL,
+  PRIMARY KEY(run_id, ordinal, metric)) WITHOUT ROWID;
+CREATE TABLE iteration_log(
+  chunk INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  entries INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX iteration_log_by_run ON iteration_log(run_id, chunk);
+CREATE TABLE projections(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  metric TEXT NOT NULL, unit TEXT NOT NULL, total REAL NOT NULL, low REAL NOT NULL,
+  high REAL NOT NULL, actual REAL, measured INTEGER NOT NULL, updated_ns INTEGER NOT NULL,
+  PRIMARY KEY(run_id, metric)) WITHOUT ROWID;
+CREATE TABLE bin_cost(
+  day INTEGER NOT NULL, bin_lo INTEGER NOT NULL, bin_hi INTEGER NOT NULL, metric TEXT NOT NULL,
+  n INTEGER NOT NULL, sum REAL NOT NULL, sumsq REAL NOT NULL,
+  PRIMARY KEY(bin_lo, metric, day)) WITHOUT ROWID;
+CREATE TABLE spool(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, created_ns INTEGER NOT NULL, samples INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, payload BLOB NOT NULL);
+CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+)sql";
+
+// v2: energy on every iteration (per-SL sums) and the observer-effect mark on projections.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE histogram ADD COLUMN energy_uj_sum REAL NOT NULL DEFAULT 0;
+ALTER TABLE histogram ADD COLUMN energy_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE projections ADD COLUMN perturbed INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+std::string JoinInts(const auto& values) {
+  std::string out;
+  for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+template <typename T>
+std::vector<T> SplitInts(const std::string& text) {
+  std::vector<T> out;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    T v{};
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc()) break;
+    out.push_back(v);
+    p = next < end ? next + 1 : end;
+  }
+  return out;
+}
+
+RunRecord ReadRunRow(const SqliteStatement& s) {
+  RunRecord r;
+  r.id = s.Int(0);
+  r.key = s.Text(1);
+  r.state = ParseRunState(s.Text(2));
+  r.end_reason = s.Text(3);
+  r.started_unix_ns = s.Int(4);
+  r.updated_unix_ns = s.Int(5);
+  r.ended_unix_ns = s.Int(6);
+  r.pids = SplitInts<int32_t>(s.Text(7));
+  r.iterations = static_cast<uint64_t>(s.Int(8));
+  r.max_iter = static_cast<uint64_t>(s.Int(9));
+  r.unobserved = static_cast<uint64_t>(s.Int(10));
+  return r;
+}
+
+constexpr const char* kRunColumns =
+    "id, key, state, end_reason, started_ns, updated_ns, ended_ns, pids, iterations, max_iter, "
+    "unobserved";
+
+}  // namespace
+
+std::string_view RunStateName(RunState s) {
+  switch (s) {
+    case RunState::kActive:
+      return "active";
+    case RunState::kFinished:
+      return "finished";
+    case RunState::kCrashed:
+      return "crashed";
+  }
+  return "finished";
+}
+
+RunState ParseRunState(std::string_view s) {
+  if (s == "active") return RunState::kActive;
+  if (s == "crashed") return RunState::kCrashed;
+  return RunState::kFinished;
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  auto db = SqliteDb::Open(path);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<Store> store(new Store(std::move(*db)));
+  SEQPOINT_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+Status Store::Migrate() {
+  auto q = db_->Prepare("PRAGMA user_version");
+  if (!q.ok()) return q.status();
+  auto row = (*q)->Step();
+  if (!row.ok()) return row.status();
+  int64_t version = (*q)->Int(0);
+  (*q)->Reset();
+  if (version == kStoreSchemaVersion) return Status::Ok();
+  if (version > kStoreSchemaVersion) {
+    return Unsupported("state database '" + db_->path() + "' has schema version " +
+                       std::to_string(version) + ", newer than this seqpointd (" +
+                       std::to_string(kStoreSchemaVersion) +
+                       "); upgrade seqpointd or point daemon.state_dir elsewhere");
+  }
+  SqliteTransaction tx(*db_);
+  SEQPOINT_RETURN_IF_ERROR(tx.Begin());
+  if (version < 1) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
+  if (version < 2) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
+  SEQPOINT_RETURN_IF_ERROR(
+      db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
+  return tx.Commit();
+}
+
+Result<int64_t> Store::CreateRun(const RunRecord& run) {
+  auto s = db_->Prepare(
+      "INSERT INTO runs(key, state, end_reason, started_ns, updated_ns, pids) "
+      "VALUES(?, ?, ?, ?, ?, ?)");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, run.key).Bind(2, RunStateName(run.state)).Bind(3, run.end_reason);
+  (*s)->Bind(4, run.started_unix_ns).Bind(5, run.updated_unix_ns).Bind(6, JoinInts(run.pids));
+  SEQPOINT_RETURN_IF_ERROR((*s)->Run());
+  return db_->LastInsertRowId();
+}
+
+Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& measurements,
+                      const std::vector<BinCostRow>& cost_deltas,
+                      const std::vector<IterationLogEntry>& new_log) {
+  const RunRecord& r = snap.run;
+  SqliteTransaction tx(*db_);
+  SEQPOINT_RETURN_IF_ERROR(tx.Begin());
+  auto run = db_->Prepare(
+      "UPDATE runs SET state=?, end_reason=?, updated_ns=?, ended_ns=?, pids=?, iterations=?, "
+      "max_iter=?, unobserved=? WHERE id=?");
+  if (!run.ok()) return run.status();
+  (*run)->Bind(1, RunStateName(r.state)).Bind(2, r.end_reason).Bind(3, r.updated_unix_ns);
+  (*run)->Bind(4, r.ended_unix_ns).Bind(5, JoinInts(r.pids)).Bind(6, int64_t(r.iterations));
+  (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved)).Bind(9, r.id);
+  SEQPOINT_RETURN_IF_ERROR((*run)->Run());
+
+  auto hist = db_->Prepare(
+      "INSERT OR REPLACE INTO histogram(run_id, seq_len, count, time_ns_sum, energy_uj_sum, "
+      "energy_count) VALUES(?, ?, ?, ?, ?, ?)");
+  if (!hist.ok()) return hist.status();
+  for (const HistogramBin& b : snap.histogram) {
+    (*hist)->Bind(1, r.id).Bind(2, int64_t(b.seq_len)).Bind(3, int64_t(b.count));
+    (*hist)->Bind(4, b.time_ns_sum).Bind(5, b.energy_uj_sum).Bind(6, int64_t(b.energy_count));
+    SEQPOINT_RETURN_IF_ERROR((*hist)->Run());
+  }
+  SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM seqpoints WHERE run_id=" + std::to_string(r.id)));
+  auto sp = db_->Prepare("INSERT INTO seqpoints VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!sp.ok()) return sp.status();
+  for (const SeqPointRecord& p : snap.seqpoints) {
+    (*sp)->Bind(1, r.id).Bind(2, int64_t(p.iter)).Bind(3, JoinInts(p.iters));
+    (*sp)->Bind(4, JoinInts(p.pids)).Bind(5, int64_t(p.seq_len)).Bind(6, p.weight);
+    (*sp)->Bind(7, int64_t(p.bin_lo)).Bind(8, int64_t(p.bin_hi));
+    SEQPOINT_RETURN_IF_ERROR((*sp)->Run());
+  }
+  auto proj = db_->Prepare(
+      "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
+      "measured, updated_ns, perturbed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!proj.ok()) return proj.status();
+  for (const Projection& p : snap.projections) {
+    (*proj)->Bind(1, r.id).Bind(2, p.metric).Bind(3, p.unit).Bind(4, p.total).Bind(5, p.low);
+    (*proj)->Bind(6, p.high).Bind(7, p.actual).Bind(8, int64_t(p.measured));
+    (*proj)->Bind(9, r.updated_unix_ns).Bind(10, int64_t(p.perturbed ? 1 : 0));
+    SEQPOINT_RETURN_IF_ERROR((*proj)->Run());
+  }
+  auto meas = db_->Prepare("INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!meas.ok()) return meas.status();
+  for (const Measurement& m : measurements) {
+    (*meas)->Bind(1, r.id).Bind(2, int64_t(m.ordinal)).Bind(3, int64_t(m.pid));
+    (*meas)->Bind(4, int64_t(m.iter)).Bind(5, int64_t(m.seq_len)).Bind(6, int64_t(m.batch));
+    (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value);
+    SEQPOINT_RETURN_IF_ERROR((*meas)->Run());
+  }
+  if (!new_log.empty()) {
+    auto log = db_->Prepare("INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
+    if (!log.ok()) return log.status();
+    (*log)->Bind(1, r.id).Bind(2, int64_t(new_log.size()));
+    (*log)->BindBlob(3, new_log.data(), new_log.size() * sizeof(IterationLogEntry));
+    SEQPOINT_RETURN_IF_ERROR((*log)->Run());
+  }
+  auto cost = db_->Prepare(
+      "INSERT INTO bin_cost VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(bin_lo, metric, day) DO "
+      "UPDATE SET n = n + excluded.n, sum = sum + excluded.sum, sumsq = sumsq + excluded.sumsq");
+  if (!cost.ok()) return cost.status();
+  for (const BinCostRow& c : cost_deltas) {
+    (*cost)->Bind(1, c.day).Bind(2, int64_t(c.bin_lo)).Bind(3, int64_t(c.bin_hi));
+    (*cost)->Bind(4, c.metric).Bind(5, int64_t(c.n)).Bind(6, c.sum).Bind(7, c.sumsq);
+    SEQPOINT_RETURN_IF_ERROR((*cost)->Run());
+  }
+  return tx.Commit();
+}
+
+Result<std::vector<RunRecord>> Store::ListRuns(bool active_only, int64_t limit) {
+  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs" +
+                    (active_only ? " WHERE state='active'" : "") + " ORDER BY id DESC LIMIT ?";
+  auto s = db_->Prepare(sql);
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, limit);
+  std::vector<RunRecord> out;
+  for (;;) {
+    auto row = (*s)->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(ReadRunRow(**s));
+  }
+  return out;
+}
+
+Result<RunSnapshot> Store::LoadRun(int64_t id) {
+  RunSnapshot snap;
+  auto s = db_->Prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id=?");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, id);
+  auto row = (*s)->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return NotFound("no run with id " + std::to_string(id) + " (see `seqpoint runs`)");
+  snap.run = ReadRunRow(**s);
+
+  auto h = db_->Prepare(
+      "SELECT seq_len, count, time_ns_sum, energy_uj_sum, energy_count FROM histogram "
+      "WHERE run_id=? ORDER BY seq_len");
+  if (!h.ok()) return h.status();
+  (*h)->Bind(1, id);
+  while (true) {
+    auto more = (*h)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    snap.histogram.push_back({static_cast<uint32_t>((*h)->Int(0)),
+                              static_cast<uint64_t>((*h)->Int(1)), (*h)->Double(2), (*h)->Double(3),
+                              static_cast<uint64_t>((*h)->Int(4))});
+  }
+  auto p = db_->Prepare(
+      "SELECT iter, iters, pids, seq_len, weight, bin_lo, bin_hi FROM seqpoints "
+      "WHERE run_id=? ORDER BY bin_lo, iter");
+  if (!p.ok()) return p.status();
+  (*p)->Bind(1, id);
+  while (true) {
+    auto more = (*p)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    SeqPointRecord sp;
+    sp.iter = static_cast<uint64_t>((*p)->Int(0));
+    sp.iters = SplitInts<uint64_t>((*p)->Text(1));
+    sp.pids = SplitInts<int32_t>((*p)->Text(2));
+    sp.seq_len = static_cast<uint32_t>((*p)->Int(3));
+    sp.weight = (*p)->Double(4);
+    sp.bin_lo = static_cast<uint32_t>((*p)->Int(5));
+    sp.bin_hi = static_cast<uint32_t>((*p)->Int(6));
+    snap.seqpoints.push_back(std::move(sp));
+  }
+  auto j = db_->Prepare(
+      "SELECT metric, unit, total, low, high, actual, measured, perturbed FROM projections "
+      "WHERE run_id=? ORDER BY metric");
+  if (!j.ok()) return j.status();
+  (*j)->Bind(1, id);
+  while (true) {
+    auto more = (*j)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    snap.projections.push_back({(*j)->Text(0), (*j)->Text(1), (*j)->Double(2), (*j)->Double(3),
+                                (*j)->Double(4), (*j)->Double(5),
+                                static_cast<uint64_t>((*j)->Int(6)), (*j)->Int(7) != 0});
+  }
+  return snap;
+}
+
+Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {
+  auto s = db_->Prepare(
+      "SELECT ordinal, pid, iter, seq_len, batch, metric, unit, value "
+      "FROM measurements WHERE run_id=? ORDER BY ordinal, metric");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, run_id);
+  std::vector<Measurement> out;
+  while (true) {
+    auto more = (*s)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    Measurement m;
+    m.ordinal = static_cast<uint64_t>((*s)->Int(0));
+    m.pid = static_cast<int32_t>((*s)->Int(1));
+    m.iter = static_cast<uint64_t>((*s)->Int(2));
+    m.seq_len = static_cast<uint32_t>((*s)->Int(3));
+    m.batch = static_cast<uint32_t>((*s)->Int(4));
+    m.metric = (*s)->Text(5);
+    m.unit = (*s)->Text(6);
+    m.value = (*s)->Double(7);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<std::vector<IterationLogEntry>> Store::LoadIterationLog(int64_t run_id) {
+  auto s = db_->Prepare("SELECT data FROM iteration_log WHERE run_id=? ORDER BY chunk");
+  if (!s.ok()) return s.status();
+  (*s)->Bind(1, run_id);
+  std::vector<IterationLogEntry> out;
+  while (true) {
+    auto more = (*s)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    std::string blob = (*s)->Blob(0);
+    size_t n = blob.size() / sizeof(IterationLogEntry);
+    size_t at = out.size();
+    out.resize(at + n);
+    std::memcpy(out.data() + at, blob.data(), n * sizeof(IterationLogEntry));
+  }
+  return out;
+}
+
+Result<std::optional<int64_t>> Store::FindRun(const std::string& id_or_key) {
+  int64_t id = 0;
+  auto [ptr, ec] = std::from_chars(id_or_key.data(), id_or_key.data() + id_or_key.size(), id);
+  auto s = db_->Prepare(
+      "SELECT id FROM runs WHERE id=? OR key=? ORDER BY (id=?) DESC, id DESC "
+      "LIMIT 1");
+  if (!s.ok()) return s.status();
+  bool numeric = ec == std::errc() && ptr == id_or_key.data() + id_or_key.size();
+  (*s)->Bind(1, numeric ? id : int64_t{-1}).Bind(2, id_or_key).Bind(3, numeric ? id : int64_t{-1});
+  auto row = (*s)->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>((*s)->Int(0));
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,197 @@
+// See iteration_probe_skeleton.h.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "probes/iteration_probe_skeleton.h"
+#include "iteration_probe_bpf.skel.h"
+
+namespace seqpoint::probes {
+namespace {
+
+uint32_t RoundRingSize(uint32_t bytes) {
+  uint32_t page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  uint32_t size = page;
+  while (size < bytes && size < (1u << 30)) size <<= 1;
+  return size;
+}
+
+// Kernel BTF is what CO-RE relocates against; say plainly when it is missing.
+Status CheckBtf(const std::string& btf_path) {
+  struct stat st {};
+  if (!btf_path.empty()) {
+    if (stat(btf_path.c_str(), &st) != 0) {
+      return NotFound("kernel BTF file " + btf_path +
+                      " does not exist: fix btf_path, or leave "
+                      "it empty to use /sys/kernel/btf/vmlinux");
+    }
+    return Status::Ok();
+  }
+  if (stat("/sys/kernel/btf/vmlinux", &st) != 0) {
+    return Unsupported(
+        "this kernel exposes no BTF at /sys/kernel/btf/vmlinux (it was built "
+        "without CONFIG_DEBUG_INFO_BTF): the eBPF probes need it, or a BTF file "
+        "for this kernel given as btf_path (e.g. from BTFHub)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
+    const IterationProbeSkeletonConfig& config) {
+  InstallLibbpfLogCapture();
+  SEQPOINT_RETURN_IF_ERROR(CheckBpfCapabilities());
+  SEQPOINT_RETURN_IF_ERROR(CheckBtf(config.btf_path));
+  if (config.zero_code.size() > SP_MAX_ZERO_CODE_PROBES) {
+    return InvalidArgument(std::to_string(config.zero_code.size()) +
+                           " zero-code probes configured; at most " +
+                           std::to_string(SP_MAX_ZERO_CODE_PROBES) + " are supported");
+  }
+  int ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr);
+  if (ringbuf < 0) return LibbpfError("probing the kernel for BPF ring buffers", ringbuf);
+  if (ringbuf == 0) return Unsupported("this kernel has no BPF ring buffer (Linux 5.8+ needed)");
+
+  ClearLibbpfLog();
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!config.btf_path.empty()) open_opts.btf_custom_path = config.btf_path.c_str();
+  iteration_probe_bpf* raw = iteration_probe_bpf__open_opts(&open_opts);
+  if (raw == nullptr) return LibbpfError("opening the iteration probe BPF object", errno);
+  std::unique_ptr<IterationProbeSkeleton> self(new IterationProbeSkeleton(raw));
+
+  self->ring_buffer_bytes_ = RoundRingSize(config.ring_buffer_bytes);
+  raw->rodata->max_seq_len = config.max_seq_len;
+  raw->rodata->wakeup_bytes = config.wakeup_bytes;
+  int err = bpf_map__set_max_entries(raw->maps.events, self->ring_buffer_bytes_);
+  if (err != 0) return LibbpfError("sizing the ring buffer", err);
+
+  // Zero-code programs read their probe index from the BPF cookie (Linux 5.15+).
+  self->zero_code_supported_ =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) > 0;
+  if (!self->zero_code_supported_) {
+    bpf_program__set_autoload(raw->progs.sp_sl_call, false);
+    bpf_program__set_autoload(raw->progs.sp_boundary, false);
+  }
+
+  err = iteration_probe_bpf__load(raw);
+  if (err != 0) return LibbpfError("loading the iteration probe BPF programs", err);
+
+  for (uint32_t i = 0; i < config.zero_code.size(); ++i) {
+    err = bpf_map_update_elem(bpf_map__fd(raw->maps.zero_code_config), &i, &config.zero_code[i],
+                              BPF_ANY);
+    if (err != 0) return LibbpfError("writing the zero-code probe table", errno);
+  }
+  return self;
+}
+
+IterationProbeSkeleton::~IterationProbeSkeleton() { iteration_probe_bpf__destroy(skel_); }
+
+Result<LinkPtr> IterationProbeSkeleton::AttachUsdt(int pid, const std::string& binary, bool begin) {
+  ClearLibbpfLog();
+  bpf_program* prog = begin ? skel_->progs.sp_usdt_begin : skel_->progs.sp_usdt_end;
+  const char* name = begin ? "iteration_begin" : "iteration_end";
+  bpf_link* link = bpf_program__attach_usdt(prog, pid, binary.c_str(), "seqpoint", name, nullptr);
+  if (link == nullptr) {
+    return LibbpfError("attaching USDT seqpoint:" + std::string(name) + " in " + binary +
+                           " for pid " + std::to_string(pid),
+                       errno);
+  }
+  return LinkPtr(link);
+}
+
+Result<LinkPtr> IterationProbeSkeleton::AttachZeroCode(int pid, const std::string& binary,
+                                                       const std::string& function, uint32_t probe,
+                                                       bool boundary) {
+  if (!zero_code_supported_) {
+    return Unsupported(
+        "zero-code probes need BPF cookies (Linux 5.15+), which this kernel lacks; "
+        "mark iterations with the seqpoint USDT provider instead");
+  }
+  ClearLibbpfLog();
+  LIBBPF_OPTS(bpf_uprobe_opts, opts);
+  opts.func_name = function.c_str();
+  opts.bpf_cookie = probe | (boundary ? SP_COOKIE_ROLE_BOUNDARY : 0u);
+  bpf_program* prog = boundary ? skel_->progs.sp_boundary : skel_->progs.sp_sl_call;
+  bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid, binary.c_str(), 0, &opts);
+  if (link == nullptr) {
+    return LibbpfError(
+        "attaching a uprobe to " + function + " in " + binary + " for pid " + std::to_string(pid),
+        errno);
+  }
+  return LinkPtr(link);
+}
+
+Status IterationProbeSkeleton::SetZeroCodeConfig(uint32_t index,
+                                                 const sp_zero_code_config& config) {
+  if (index >= SP_MAX_ZERO_CODE_PROBES) {
+    return InvalidArgument("zero-code probe index " + std::to_string(index) + " is out of range");
+  }
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.zero_code_config), &index, &config, BPF_ANY) !=
+      0) {
+    return LibbpfError("writing the zero-code probe table", errno);
+  }
+  return Status::Ok();
+}
+
+void IterationProbeSkeleton::SetHookMode(uint32_t mode) {
+  __atomic_store_n(&skel_->bss->hook_mode, mode, __ATOMIC_RELEASE);
+}
+
+int IterationProbeSkeleton::events_fd() const { return bpf_map__fd(skel_->maps.events); }
+int IterationProbeSkeleton::inflight_fd() const { return bpf_map__fd(skel_->maps.inflight); }
+int IterationProbeSkeleton::thread_open_fd() const { return bpf_map__fd(skel_->maps.thread_open); }
+int IterationProbeSkeleton::pids_fd() const { return bpf_map__fd(skel_->maps.pids); }
+int IterationProbeSkeleton::wanted_iters_fd() const {
+  return bpf_map__fd(skel_->maps.wanted_iters);
+}
+int IterationProbeSkeleton::wanted_sls_fd() const { return bpf_map__fd(skel_->maps.wanted_sls); }
+int IterationProbeSkeleton::zero_code_state_fd() const {
+  return bpf_map__fd(skel_->maps.zero_code_state);
+}
+
+std::array<uint64_t, SP_STAT_COUNT> IterationProbeSkeleton::ReadStats() const {
+  std::array<uint64_t, SP_STAT_COUNT> totals{};
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return totals;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  int fd = bpf_map__fd(skel_->maps.stats);
+  for (uint32_t i = 0; i < SP_STAT_COUNT; ++i) {
+    if (bpf_map_lookup_elem(fd, &i, per_cpu.data()) != 0) continue;
+    for (uint64_t v : per_cpu) totals[i] += v;
+  }
+  return totals;
+}
+
+Result<std::set<uint32_t>> LoadedSeqpointProgramIds() {
+  static const char* const kOurs[] = {"sp_usdt_begin", "sp_usdt_end", "sp_sl_call", "sp_boundary",
+                                      "sp_exec",       "sp_exit",     "sp_dl_state"};
+  std::set<uint32_t> ids;
+  uint32_t id = 0;
+  errno = 0;
+  while (bpf_prog_get_next_id(id, &id) == 0) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;  // unloaded meanwhile
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+      for (const char* name : kOurs) {
+        if (std::strncmp(info.name, name, sizeof(info.name)) == 0) ids.insert(id);
+      }
+    }
+    close(fd);
+  }
+  if (errno == EPERM) return LibbpfError("listing loaded BPF programs", EPERM);
+  return ids;
+}
+
+Result<int> CountLoadedSeqpointPrograms() {
+  auto ids = LoadedSeqpointProgramIds();
+  if (!ids.ok()) return ids.status();
+  return static_cast<int>(ids->size());
+}
+
+}  // namespace seqpoint::probes

@@ -1,0 +1,201 @@
+// IterationProbes: the start, end and SL of every training iteration of the processes it is
+// attached to, from the seqpoint USDT provider or zero-code uprobes, through one BPF ring
+// buffer. This is the API the daemon and `seqpoint probe` use.
+//
+//   auto probes = IterationProbes::Create(options, &sink);   // loads the BPF programs
+//   probes->AttachPid(pid);                                   // what the process carries
+//   probes->SetHookMode(HookMode::kWanted);                   // begin events for chosen ones
+//   probes->WantSeqLen(pid, 37, 1);                           //   e.g. the next SL-37 iteration
+//   while (running) probes->Poll(100);                        // sink.OnBegin / sink.OnEnd
+//
+// Delivery: every iteration reaches OnEnd exactly once: complete (begin and end seen), or
+// incomplete with a flag saying why (ABANDONED: its thread began again first; NO_BEGIN: the end
+// of an iteration begun before attach; EXITED: the process exited or was detached mid-
+// iteration). Records the ring buffer had no room for are counted (stats().lost, per pid),
+// never dropped silently. OnBegin is called only for iterations the agent asked hooks for.
+//
+// Latency: records of hooked iterations wake the consumer at once, so OnBegin runs within
+// microseconds of the probe (stats().hook_latency measures it from the probe's timestamp to the
+// callback). Other records are batched: the consumer is woken when wakeup_bytes are pending,
+// and Poll(timeout) collects the rest when it times out. That bounds the delay of a trace row
+// by the poll timeout and costs one wakeup per ~4000 iterations instead of one per iteration.
+//
+// Threads: one owner thread calls everything; callbacks run inside Poll()/DetachPid() on that
+// thread. The BPF side runs in the traced threads. Destruction detaches every probe; links are
+// file-descriptor based and never pinned, so a killed agent leaves nothing attached either.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "probes/iteration_probe.h"
+#include "probes/iteration_probe_skeleton.h"
+#include "probes/target_finder.h"
+#include "probes/zero_code_probe.h"
+#include "common/status.h"
+
+namespace seqpoint::probes {
+
+struct IterationEvent {
+  enum class Kind { kBegin, kEnd };
+  Kind kind = Kind::kEnd;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t iter = 0;
+  uint32_t seq_len = 0;
+  uint32_t batch = 0;
+  uint64_t tokens = 0;
+  uint64_t begin_ns = 0;  // CLOCK_MONOTONIC; 0 when unknown (NO_BEGIN)
+  uint64_t end_ns = 0;    // CLOCK_MONOTONIC; 0 in a begin event or an incomplete iteration
+  uint32_t flags = 0;     // enum sp_event_flag
+  uint32_t probe = 0;     // 0: USDT; 1 + zero-code probe index
+
+  bool complete() const {
+    return begin_ns != 0 && end_ns != 0 &&
+           (flags & (SP_FLAG_ABANDONED | SP_FLAG_NO_BEGIN | SP_FLAG_EXITED)) == 0;
+  }
+  bool valid_seq_len() const { return (flags & (SP_FLAG_SL_ZERO | SP_FLAG_SL_HUGE)) == 0; }
+  uint64_t duration_ns() const { return complete() ? end_ns - begin_ns : 0; }
+};
+
+// Receives iterations. Called on the thread that calls Poll()/DetachPid().
+class ProbeEventSink {
+ public:
+  virtual ~ProbeEventSink() = default;
+  // Begin of an iteration the agent asked hooks for: start counters here.
+  virtual void OnBegin(const IterationEvent& event) { (void)event; }
+  // Every iteration, once: complete or flagged incomplete.
+  virtual void OnEnd(const IterationEvent& event) = 0;
+};
+
+enum class HookMode : uint32_t {
+  kNone = SP_HOOK_NONE,      // no OnBegin
+  kWanted = SP_HOOK_WANTED,  // OnBegin for iterations named by WantIteration / WantSeqLen
+  kAll = SP_HOOK_ALL,        // OnBegin for every iteration
+};
+
+struct IterationProbesOptions {
+  uint32_t ring_buffer_bytes = 8u << 20;  // power of two (rounded up); 8 MiB = 131072 records
+  uint64_t wakeup_bytes = 256u << 10;     // batch size of wakeups for non-hooked records
+  uint32_t max_seq_len = 1u << 20;        // above this an SL is flagged absurd (SP_FLAG_SL_HUGE)
+  std::vector<ZeroCodeProbe> zero_code;   // at most SP_MAX_ZERO_CODE_PROBES
+  std::string proc_root = "/proc";        // injectable for tests
+  std::string btf_path;                   // kernel BTF file when the kernel exposes none
+};
+
+// Log2 histogram of a latency, in nanoseconds.
+struct LatencyStats {
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  uint64_t max_ns = 0;
+  std::array<uint64_t, 48> log2_buckets{};  // bucket b counts values in [2^b, 2^(b+1))
+  void Add(uint64_t ns);
+  // Upper bound of the bucket holding quantile q (0..1); 0 when empty.
+  uint64_t QuantileUpperBound(double q) const;
+};
+
+struct PidProbeStats {
+  uint64_t hits = 0;        // probe hits (BPF side)
+  uint64_t events = 0;      // records submitted (BPF side)
+  uint64_t lost = 0;        // records dropped, ring buffer full (BPF side)
+  uint64_t iterations = 0;  // OnEnd calls, complete or not
+  uint64_t incomplete = 0;  // OnEnd calls for incomplete iterations
+  bool attached = false;
+};
+
+struct IterationProbeStats {
+  std::array<uint64_t, SP_STAT_COUNT> kernel{};  // enum sp_stat, summed over CPUs
+  uint64_t received = 0;                         // records consumed
+  uint64_t malformed = 0;  // records of an unexpected size (a bug: never expected)
+  uint64_t exited_mid_iteration = 0;
+  LatencyStats hook_latency;  // probe fire -> OnBegin / hooked OnEnd
+  std::map<int, PidProbeStats> per_pid;
+  uint64_t lost() const { return kernel[SP_STAT_LOST]; }
+};
+
+class IterationProbes {
+ public:
+  // Loads the probes. Errors: PermissionDenied (not root), Unsupported (no BPF, BTF or ring
+  // buffer), InvalidArgument / NotFound (a zero-code probe's configuration).
+  static Result<std::unique_ptr<IterationProbes>> Create(const IterationProbesOptions& options,
+                                                         ProbeEventSink* sink);
+  ~IterationProbes();
+  IterationProbes(const IterationProbes&) = delete;
+  IterationProbes& operator=(const IterationProbes&) = delete;
+
+  // Attaches to what `pid` carries now; call again after it loads libraries (idempotent). A
+  // reused pid (another process) is detached and attached afresh. Returns the number of new
+  // attachments; NotFound names the process and why when it carries nothing.
+  // One source of iterations per process (two would report every iteration twice): the USDT
+  // provider when it carries it, else the first configured zero-code probe whose libraries it
+  // maps, kept for the life of the process. A process that loads the provider after a zero-code
+  // probe attached is switched to USDT (its open zero-code iteration is delivered EXITED).
+  Result<int> AttachPid(int pid);
+  // The same, with targets found by the caller (ProcessDiscovery).
+  Result<int> AttachTargets(const ProcessTargets& targets);
+  // Detaches, delivers the records still queued, then reports iterations left open as EXITED.
+  void DetachPid(int pid);
+  void DetachAll();
+  bool IsAttached(int pid) const { return attached_.count(pid) > 0; }
+  std::vector<int> AttachedPids() const;
+  // "usdt /path; zero-code miopen-rnn" for messages.
+  std::string Describe(int pid) const;
+
+  // Replaces the zero-code probe set (a config reload): every attach from now on uses the new
+  // set; attached processes keep the probes they have until they exit or exec. A probe in both
+  // sets keeps its table slot; a new or changed one takes a slot that no attached process uses
+  // (SP_MAX_ZERO_CODE_PROBES in all). On error the old set stays.
+  Status SetZeroCodeProbes(std::vector<ZeroCodeProbe> probes);
+  // The zero-code probe an event came from (IterationEvent::probe); null for USDT.
+  const ZeroCodeProbe* ZeroCodeProbeOf(uint32_t event_probe) const;
+  // The zero-code probe `pid` is attached through; null when through USDT or not attached.
+  const ZeroCodeProbe* AttachedZeroCodeProbe(int pid) const;
+
+  void SetHookMode(HookMode mode);
+  Status WantIteration(int pid, uint64_t iter);
+  // The next `count` iterations of `pid` with this SL get hooks (count 0xffffffff: all;
+  // seq_len SP_ANY_SEQ_LEN: any SL, consulted after the SL's own entry).
+  Status WantSeqLen(int pid, uint32_t seq_len, uint32_t count);
+
+  // Waits up to timeout_ms for a wakeup, then consumes every queued record. Returns the number
+  // of records handled.
+  Result<int> Poll(int timeout_ms);
+  // Readable when a wakeup is pending: for callers that run their own epoll loop.
+  int epoll_fd() const;
+
+  IterationProbeStats stats() const;
+  const IterationProbesOptions& options() const { return options_; }
+
+ private:
+  struct Attachment {
+    ProcessIdentity identity;
+    std::string exe;
+    std::map<std::string, LinkPtr> links;  // AttachTarget::Key() (zero-code: by slot) -> link
+    std::vector<std::string> sources;
+    int zero_code_slot = -1;  // the one zero-code probe of this process; -1: none (USDT)
+  };
+
+  IterationProbes(IterationProbesOptions options, ProbeEventSink* sink);
+  static int OnRecord(void* self, void* data, size_t size);
+  void Deliver(const IterationEvent& event);
+  void FlushOpenIterations(int pid);
+  void ReadPidCounters(int pid, PidProbeStats* out) const;
+
+  IterationProbesOptions options_;  // options_.zero_code: the current set, as configured
+  // The BPF zero-code table by slot (IterationEvent::probe - 1); slot_of_[i] is the slot of
+  // options_.zero_code[i]. Identical at Create; a reload keeps the slots attached processes use.
+  std::vector<ZeroCodeProbe> slots_;
+  std::vector<uint32_t> slot_of_;
+  ProbeEventSink* sink_;
+  TargetFinder finder_;
+  std::unique_ptr<IterationProbeSkeleton> skel_;  // before ring_ and attached_: destroyed last
+  RingBufferPtr ring_;
+  std::map<int, Attachment> attached_;
+  IterationProbeStats stats_;
+};
+
+}  // namespace seqpoint::probes

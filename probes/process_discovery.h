@@ -1,0 +1,133 @@
+// ProcessDiscovery: finds the training processes on the node and tells when they go away.
+//
+//  - At Start(), a scan of <proc_root> examines every process already running.
+//  - An exec tracepoint examines every new process image as it starts.
+//  - A uprobe on the dynamic linker's _dl_debug_state (the r_brk hook debuggers use) examines a
+//    process again after it loads libraries: Python loads libseqpoint_usdt.so, or a job loads
+//    a configured BLAS, long after exec. One uprobe per distinct ld.so file (containers bring
+//    their own), attached for all processes at once.
+//  - An exit tracepoint reports the exit of watched processes (those the listener attached),
+//    with the wait status their parent reaps (exit code, fatal signal, core dump).
+//  - Lost events (ring buffer full) and missing ld.so hooks are covered by a periodic rescan
+//    (rescan_interval_s), and watched pids are checked for liveness and pid reuse
+//    (start time) every few seconds, so a lost exit cannot leave a stale attachment.
+// "Examine" = TargetFinder::Find; a process with targets is offered to the listener. Library
+// loads come in bursts (a Python import of torch is hundreds of dlopens): a process is examined
+// at most every 200 ms, and always once after its last load, so a burst costs a few /proc reads.
+//
+// Threads: one owner thread; listener callbacks run inside Start() and Poll() on it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "probes/libbpf_util.h"
+#include "probes/process_watch_skeleton.h"
+#include "probes/target_finder.h"
+#include "common/status.h"
+
+namespace seqpoint::probes {
+
+// How a process ended, decoded from the wait status the kernel reports to its parent
+// (process_watch.bpf.c reads it at the exit of the last thread).
+struct ExitStatus {
+  int exit_code = 0;  // exit(n) or exit_group(n) & 0xff; 0 when killed by a signal
+  int signal = 0;     // the fatal signal; 0 when it exited
+  bool core_dumped = false;
+  static ExitStatus FromWaitStatus(int wait_status);
+  std::string Describe() const;  // "exit status 3", "killed by signal 9 (SIGKILL)", ...
+};
+
+class DiscoveryListener {
+ public:
+  virtual ~DiscoveryListener() = default;
+  // A process carries something to attach (possibly more than last time). Return true when
+  // attached: its exit will then be reported.
+  virtual bool OnTargets(const ProcessTargets& targets) = 0;
+  // A watched process exited or replaced its image (exec): detach it. `how` is set when the
+  // exit tracepoint saw it end; empty after an exec, or when only the liveness check found it
+  // gone (its exit event lost).
+  virtual void OnGone(int pid, const std::optional<ExitStatus>& how) = 0;
+};
+
+struct DiscoveryOptions {
+  std::string proc_root = "/proc";
+  std::vector<ZeroCodeProbe> zero_code;  // the libraries that make a process a target
+  bool scan_at_start = true;
+  int only_pid = 0;               // > 0: examine this process only (`seqpoint probe --pid`)
+  double rescan_interval_s = 60;  // full /proc rescan; 0 disables
+  double liveness_interval_s = 5;
+};
+
+struct DiscoveryStats {
+  uint64_t execs = 0;
+  uint64_t library_loads = 0;
+  uint64_t exits = 0;
+  uint64_t examined = 0;
+  uint64_t lost = 0;            // BPF side: lifecycle events the ring buffer had no room for
+  uint64_t rescans = 0;         // full /proc scans (start, periodic, after a loss)
+  uint64_t stale_detached = 0;  // watched pids found dead or reused by the liveness check
+  int linkers_hooked = 0;       // distinct ld.so files with a _dl_debug_state uprobe
+  std::vector<std::string> linker_errors;
+};
+
+class ProcessDiscovery {
+ public:
+  static Result<std::unique_ptr<ProcessDiscovery>> Create(const DiscoveryOptions& options,
+                                                          DiscoveryListener* listener);
+  ~ProcessDiscovery();
+  ProcessDiscovery(const ProcessDiscovery&) = delete;
+  ProcessDiscovery& operator=(const ProcessDiscovery&) = delete;
+
+  // Attaches the tracepoints and scans <proc_root> (scan_at_start).
+  Status Start();
+  // Waits up to timeout_ms for lifecycle events and handles them.
+  Result<int> Poll(int timeout_ms);
+  int epoll_fd() const;
+
+  // Examines one process now (used by the scan, and by callers that know better).
+  void Examine(int pid);
+  // Report this pid's exit (the listener attached it on its own).
+  Status Watch(int pid, uint64_t start_time);
+  // Replaces the zero-code probe set (a config reload; the listener's IterationProbes gets the
+  // same set) and rescans <proc_root> at once, so running processes that map a newly configured
+  // library are found now, not at the next periodic rescan.
+  void SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code);
+
+  DiscoveryStats stats() const;
+
+ private:
+  ProcessDiscovery(DiscoveryOptions options, DiscoveryListener* listener);
+  static int OnRecord(void* self, void* data, size_t size);
+  void HookLinker(const std::vector<Mapping>& mapped);
+  void Schedule(int pid);
+  Status WatchSince(int pid, uint64_t start_time, uint64_t since_ns);
+  void Rescan();
+  void CheckLiveness();
+  void Forget(int pid);
+
+  DiscoveryOptions options_;
+  DiscoveryListener* listener_;
+  TargetFinder finder_;
+  std::unique_ptr<ProcessWatchSkeleton> skel_;  // before ring_: destroyed after it
+  RingBufferPtr ring_;
+  std::set<std::pair<uint64_t, uint64_t>> hooked_linkers_;  // (dev, ino)
+  struct Watched {
+    uint64_t start_time;  // /proc/PID/stat starttime: tells pid reuse
+    uint64_t since_ns;    // monotonic time the watch began (the examined image's)
+  };
+  std::map<int, Watched> watched_;
+  std::map<int, uint64_t> pending_;        // pid -> when to examine it (monotonic ns)
+  std::map<int, uint64_t> last_examined_;  // pid -> when it was last examined for an event
+  uint64_t last_lost_ = 0;
+  uint64_t last_rescan_ns_ = 0;
+  uint64_t last_liveness_ns_ = 0;
+  DiscoveryStats stats_;
+};
+
+}  // namespace seqpoint::probes

@@ -1,0 +1,320 @@
+// Discovery with real exec/exit tracepoints and ld.so uprobes on real processes: processes
+// started after the agent, already running, loading the provider late (Python), eight at once,
+// and one in a chroot (a container's view of the file system).
+#include "probes/process_discovery.h"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "probes/iteration_probes.h"
+#include "probes/testing/child_process.h"
+#include "probes/testing/collecting_sink.h"
+
+namespace seqpoint::probes {
+namespace {
+
+using testing::ChildProcess;
+using testing::CollectingSink;
+using testing::PollUntil;
+using testing::TestProgram;
+
+// Parent pid from /proc/PID/stat (field 4).
+int ParentOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  int ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The glue the daemon and `seqpoint probe` use: attach what discovery finds, detach what goes.
+// Tests attach only to their own children: other jobs on this machine (a trainer another
+// engineer is timing) are left alone.
+class Attacher : public DiscoveryListener {
+ public:
+  explicit Attacher(IterationProbes* probes) : probes_(probes) {}
+  bool OnTargets(const ProcessTargets& targets) override {
+    if (ParentOf(targets.identity.pid) != getpid()) return false;
+    auto r = probes_->AttachTargets(targets);
+    if (r.ok()) attached.insert(targets.identity.pid);
+    return r.ok();
+  }
+  void OnGone(int pid, const std::optional<ExitStatus>& how) override {
+    probes_->DetachPid(pid);
+    gone.insert(pid);
+    if (how) exit_status[pid] = *how;
+  }
+  std::set<int> attached;
+  std::set<int> gone;
+  std::map<int, ExitStatus> exit_status;  // as the exit tracepoint reported it
+
+ private:
+  IterationProbes* probes_;
+};
+
+struct Agent {
+  CollectingSink sink;
+  std::unique_ptr<IterationProbes> probes;
+  std::unique_ptr<Attacher> attacher;
+  std::unique_ptr<ProcessDiscovery> discovery;
+
+  explicit Agent(DiscoveryOptions options = {}) {
+    auto p = IterationProbes::Create({}, &sink);
+    REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+    probes = std::move(*p);
+    attacher = std::make_unique<Attacher>(probes.get());
+    auto d = ProcessDiscovery::Create(options, attacher.get());
+    REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+    discovery = std::move(*d);
+    Status s = discovery->Start();
+    REQUIRE_MESSAGE(s.ok(), s.ToString());
+  }
+  void Poll() {
+    REQUIRE(discovery->Poll(10).ok());
+    REQUIRE(probes->Poll(10).ok());
+  }
+  bool WaitFor(int pid, size_t complete) {
+    return PollUntil([&] { Poll(); }, [&] { return sink.CompleteOf(pid) >= complete; });
+  }
+  bool WaitGone(int pid) {
+    return PollUntil([&] { Poll(); }, [&] { return attacher->gone.count(pid) > 0; });
+  }
+};
+
+// Lets a --loop workload stop and checks it is detached afterwards.
+void StopAndCheckDetached(Agent& agent, ChildProcess& child) {
+  REQUIRE(child.WriteLine("stop").ok());
+  REQUIRE(child.Wait().ok());
+  CHECK(agent.WaitGone(child.pid()));
+  CHECK_FALSE(agent.probes->IsAttached(child.pid()));
+}
+
+// Ends a --loop workload (a line on stdin, then its --finish; or SIGKILL), reaps it and waits
+// for discovery to report it gone. Checks that the exit tracepoint's status is exactly what
+// wait() gave the parent, and returns it.
+ExitStatus EndAndCompare(Agent& agent, ChildProcess& child, bool kill = false) {
+  REQUIRE(agent.WaitFor(child.pid(), 3));  // attached: its exit will be reported
+  if (kill) {
+    child.Kill();
+  } else {
+    REQUIRE(child.WriteLine("stop").ok());
+  }
+  auto status = child.WaitStatus();
+  REQUIRE(status.ok());
+  REQUIRE(agent.WaitGone(child.pid()));
+  auto it = agent.attacher->exit_status.find(child.pid());
+  REQUIRE_MESSAGE(it != agent.attacher->exit_status.end(), "no exit status for " << child.pid());
+  ExitStatus waited = ExitStatus::FromWaitStatus(*status);
+  CHECK(it->second.exit_code == waited.exit_code);
+  CHECK(it->second.signal == waited.signal);
+  CHECK(it->second.core_dumped == waited.core_dumped);
+  MESSAGE("pid " << child.pid() << ": " << it->second.Describe());
+  return it->second;
+}
+
+TEST_CASE("discovery: exit status from the exit tracepoint, as wait() reports it") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  auto start = [](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {TestProgram("usdt_workload"), "--loop"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto child = ChildProcess::Start(argv);
+    REQUIRE(child.ok());
+    return std::move(*child);
+  };
+  SUBCASE("exit(3)") {
+    auto child = start({"--finish", "exit:3"});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 3);
+    CHECK(x.signal == 0);
+    CHECK(x.Describe() == "exit status 3");
+  }
+  SUBCASE("a clean exit 0") {
+    auto child = start({});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 0);
+    CHECK(x.signal == 0);
+  }
+  SUBCASE("SIGKILL") {
+    auto child = start({"--threads", "2"});
+    ExitStatus x = EndAndCompare(agent, child, /*kill=*/true);
+    CHECK(x.signal == SIGKILL);
+    CHECK_FALSE(x.core_dumped);
+    CHECK(x.Describe() == "killed by signal 9 (SIGKILL)");
+  }
+  SUBCASE("SIGSEGV, core dumps off") {
+    auto child = start({"--finish", "raise:11"});
+    ExitStatus x = EndAndCompare(agent, child);  // whether a core is dumped: as wait() says
+    CHECK(x.signal == SIGSEGV);
+  }
+  SUBCASE("SIGSEGV with core dumps allowed (core bit as wait() reports it)") {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::temp_directory_path() / ("seqpoint-core-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    auto child = start({"--threads", "3", "--finish", "raise:11", "--core-dir", dir.string()});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.signal == SIGSEGV);
+    MESSAGE("core dumped: " << x.core_dumped << " (kernel.core_pattern decides)");
+    fs::remove_all(dir);
+  }
+  SUBCASE("exit_group(5) from a thread other than main") {
+    auto child = start({"--threads", "2", "--finish", "group-exit-from-thread:5"});
+    ExitStatus x = EndAndCompare(agent, child);
+    CHECK(x.exit_code == 5);
+    CHECK(x.signal == 0);
+  }
+}
+
+TEST_CASE("discovery: a process found by the /proc scan at start gets its exit status too") {
+  if (!testing::CanUseBpf()) return;
+  auto child = ChildProcess::Start({TestProgram("usdt_workload"), "--loop", "--finish", "exit:7"});
+  REQUIRE(child.ok());
+  // Started before the agent existed: no exec event; attached right after Start(), by the scan.
+  Agent agent;
+  REQUIRE(agent.probes->IsAttached(child->pid()));
+  ExitStatus x = EndAndCompare(agent, *child);
+  CHECK(x.exit_code == 7);
+}
+
+TEST_CASE("discovery: a process started after the agent is found at exec and detached at exit") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  auto child = ChildProcess::Start({TestProgram("usdt_workload"), "--loop"});
+  REQUIRE(child.ok());
+  CHECK(agent.WaitFor(child->pid(), 5));
+  CHECK(agent.attacher->attached.count(child->pid()) == 1);
+  StopAndCheckDetached(agent, *child);
+  CHECK(agent.discovery->stats().execs >= 1);
+}
+
+TEST_CASE("discovery: a process already running is found by the scan at start") {
+  if (!testing::CanUseBpf()) return;
+  auto child = ChildProcess::Start({TestProgram("usdt_workload"), "--loop"});
+  REQUIRE(child.ok());
+  Agent agent;
+  CHECK(agent.probes->IsAttached(child->pid()));
+  CHECK(agent.WaitFor(child->pid(), 5));
+  StopAndCheckDetached(agent, *child);
+}
+
+TEST_CASE("discovery: Python loading libseqpoint_usdt.so after exec is found via ld.so") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  std::string pythonpath = testing::BuildPath("sdk/python");
+  // Starts, sleeps (the agent sees a plain python3 at exec), then imports the module, which
+  // dlopens the library, and marks iterations until told to stop.
+  const char* script =
+      "import sys, time, select\n"
+      "time.sleep(0.3)\n"
+      "import seqpoint_probe\n"
+      "assert seqpoint_probe.available()\n"
+      "i = 0\n"
+      "while not select.select([sys.stdin], [], [], 0)[0]:\n"
+      "    with seqpoint_probe.iteration(seq_len=10 + i % 5, batch=2, tokens=7):\n"
+      "        time.sleep(0.002)\n"
+      "    i += 1\n";
+  auto child =
+      ChildProcess::Start({"/usr/bin/python3", "-c", script}, {"PYTHONPATH=" + pythonpath});
+  REQUIRE(child.ok());
+  CHECK(agent.WaitFor(child->pid(), 10));
+  CHECK(agent.discovery->stats().library_loads >= 1);
+  CHECK(agent.discovery->stats().linkers_hooked >= 1);
+  for (const IterationEvent& e : agent.sink.EndsOf(child->pid())) {
+    if (!e.complete()) continue;
+    CHECK(e.seq_len == 10 + e.iter % 5);
+    CHECK(e.batch == 2);
+    CHECK(e.tokens == 7);
+  }
+  StopAndCheckDetached(agent, *child);
+}
+
+TEST_CASE("discovery: eight ranks at once, each traced and detached") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  std::vector<ChildProcess> ranks;
+  for (int r = 0; r < 8; ++r) {
+    auto child = ChildProcess::Start({TestProgram("usdt_workload"), "--loop", "--threads", "2",
+                                      "--seq-lens", std::to_string(10 + r)});
+    REQUIRE(child.ok());
+    ranks.push_back(std::move(*child));
+  }
+  for (ChildProcess& rank : ranks) CHECK(agent.WaitFor(rank.pid(), 5));
+  for (ChildProcess& rank : ranks) {
+    for (const IterationEvent& e : agent.sink.EndsOf(rank.pid())) {
+      CHECK(e.seq_len == uint32_t(10 + (&rank - ranks.data())));
+    }
+  }
+  for (ChildProcess& rank : ranks) StopAndCheckDetached(agent, rank);
+  CHECK(agent.probes->AttachedPids().empty());
+  CHECK(agent.probes->stats().lost() == 0);
+}
+
+TEST_CASE("discovery: a chrooted process is reached (maps shows the host path)") {
+  if (!testing::CanUseBpf()) return;
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("seqpoint-chroot-" + std::to_string(getpid()));
+  fs::create_directories(root / "app");
+  fs::copy_file(TestProgram("usdt_workload_static"), root / "app" / "trainer",
+                fs::copy_options::overwrite_existing);
+  // The host has no /app/trainer: only /proc/PID/root/app/trainer reaches the binary.
+  REQUIRE_FALSE(fs::exists("/app/trainer"));
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  auto child = ChildProcess::Start(
+      {"/usr/sbin/chroot", root.string(), "/app/trainer", "--loop", "--seq-lens", "77"});
+  REQUIRE(child.ok());
+  CHECK(agent.WaitFor(child->pid(), 5));
+  CHECK(agent.probes->Describe(child->pid()).find("/app/trainer") != std::string::npos);
+  for (const IterationEvent& e : agent.sink.EndsOf(child->pid())) CHECK(e.seq_len == 77);
+  StopAndCheckDetached(agent, *child);
+  fs::remove_all(root);
+}
+
+TEST_CASE("discovery: a process in its own mount namespace, files invisible to the host") {
+  if (!testing::CanUseBpf()) return;
+  namespace fs = std::filesystem;
+  // Like a container: a private mount namespace with a tmpfs only it can see, the binary copied
+  // in there, then chroot. The host path of the binary does not exist; only the process's own
+  // view (/proc/PID/root, /proc/PID/map_files) reaches it.
+  fs::path mnt = fs::temp_directory_path() / ("seqpoint-ns-" + std::to_string(getpid()));
+  fs::create_directories(mnt);
+  std::string script = "mount -t tmpfs none " + mnt.string() + " && mkdir " + mnt.string() +
+                       "/app && cp " + TestProgram("usdt_workload_static") + " " + mnt.string() +
+                       "/app/trainer && exec /usr/sbin/chroot " + mnt.string() +
+                       " /app/trainer --loop --seq-lens 91";
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  Agent agent(options);
+  auto child = ChildProcess::Start(
+      {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  REQUIRE(child.ok());
+  CHECK(agent.WaitFor(child->pid(), 5));
+  CHECK_FALSE(fs::exists(mnt / "app" / "trainer"));  // the host sees an empty directory
+  for (const IterationEvent& e : agent.sink.EndsOf(child->pid())) CHECK(e.seq_len == 91);
+  StopAndCheckDetached(agent, *child);
+  fs::remove(mnt);
+}
+
+}  // namespace
+}  // namespace seqpoint::probes

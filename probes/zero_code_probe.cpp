@@ -1,0 +1,184 @@
+// See zero_code_probe.h. Argument positions come from each library's public header:
+//  - MIOpen miopen.h: miopenRNNForwardTraining(handle, rnnDesc, const int sequenceLen, ...),
+//    miopenRNNBackwardWeights(handle, rnnDesc, const int sequenceLen, ...).
+//  - cuDNN 7/8 cudnn_adv_train.h: cudnnRNNForwardTraining(handle, rnnDesc, const int seqLength,
+//    ...), cudnnRNNBackwardWeights(...).
+//  - rocBLAS rocblas-functions.h / cuBLAS cublas_api.h: *_gemm_ex / cublasGemmEx(handle, transa,
+//    transb, m, n, k, ...): for a linear layer y = x W^T on column-major BLAS, n is the token
+//    count (batch x SL).
+//  - Reference BLAS (OpenBLAS): sgemm_(char* transa, char* transb, int* m, int* n, int* k, ...),
+//    by pointer (Fortran); libtorch's CPU GEMMs go through it.
+//  - NCCL/RCCL nccl.h: ncclAllReduce(...) ends the backward pass of data-parallel training.
+#include "probes/zero_code_probe.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+
+namespace seqpoint::probes {
+namespace {
+
+constexpr uint32_t kMaxArgIndex = 15;
+
+// File name of a path (this file is built without proc_reader: see collectors/CMakeLists.txt).
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::vector<ZeroCodeProbe> MakePresets() {
+  std::vector<ZeroCodeProbe> p;
+  p.push_back({"miopen-rnn", "libMIOpen.so", "miopenRNNForwardTraining", 2, 4, false,
+               SlReduce::kMax, "", "miopenRNNBackwardWeights",
+               "AMD MIOpen RNN: SL = sequenceLen of the forward call (largest if several)"});
+  p.push_back({"cudnn-rnn", "libcudnn", "cudnnRNNForwardTraining", 2, 4, false, SlReduce::kMax, "",
+               "cudnnRNNBackwardWeights",
+               "NVIDIA cuDNN legacy RNN API: SL = seqLength of the forward call"});
+  // GEMM presets take the iteration's first GEMM: the first layer's projection, whose n is the
+  // padded token count (SL x batch). The largest n is the output projection's vocabulary size,
+  // the same every iteration (measured on examples/seqpoint-train: first = SL x batch on 60/60
+  // iterations; max = 2826, the German vocabulary, on all of them).
+  p.push_back({"rocblas-gemm", "librocblas.so", "rocblas_gemm_ex", 4, 4, false, SlReduce::kFirst,
+               "librccl.so", "ncclAllReduce",
+               "AMD rocBLAS: SL x batch = n of the iteration's first GEMM; boundary: RCCL "
+               "all-reduce"});
+  p.push_back({"cublas-gemm", "libcublas.so", "cublasGemmEx", 4, 4, false, SlReduce::kFirst,
+               "libnccl.so", "ncclAllReduce",
+               "NVIDIA cuBLAS: SL x batch = n of the iteration's first GEMM; boundary: NCCL "
+               "all-reduce"});
+  p.push_back({"torch-cpu-adam", "libblas.so", "sgemm_", 3, 4, true, SlReduce::kFirst,
+               "libtorch_cpu.so", "_ZN5torch5optim4Adam4stepESt8functionIFN2at6TensorEvEE",
+               "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
+               "torch::optim::Adam::step"});
+  p.push_back({"torch-cpu-sgd", "libblas.so", "sgemm_", 3, 4, true, SlReduce::kFirst,
+               "libtorch_cpu.so", "_ZN5torch5optim3SGD4stepESt8functionIFN2at6TensorEvEE",
+               "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
+               "torch::optim::SGD::step"});
+  return p;
+}
+
+Status CheckLibrary(const ZeroCodeProbe& p, const std::string& lib, const char* field) {
+  if (lib.empty())
+    return InvalidArgument("zero-code probe '" + p.name + "': " + field +
+                           " is empty: give a file name prefix or a path");
+  if (lib[0] != '/') return Status::Ok();
+  struct stat st {};
+  if (stat(lib.c_str(), &st) != 0) {
+    return NotFound("zero-code probe '" + p.name + "': " + field + " " + lib +
+                    " does not exist: fix the path, or give a file name prefix (e.g. " +
+                    BaseName(lib) + ") to match wherever a process loads it from");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateZeroCodeProbe(const ZeroCodeProbe& p) {
+  std::string who = "zero-code probe '" + p.name + "'";
+  if (p.name.empty()) return InvalidArgument("a zero-code probe has no name: set name=");
+  if (p.function.empty()) return InvalidArgument(who + ": no SL function: set fn=");
+  if (p.boundary_function.empty()) {
+    return InvalidArgument(who +
+                           ": no boundary function: set boundary= to a function called "
+                           "once per iteration (e.g. the optimizer step)");
+  }
+  if (p.arg_index > kMaxArgIndex) {
+    return InvalidArgument(who + ": arg=" + std::to_string(p.arg_index) +
+                           " is out of range: " + "0.." + std::to_string(kMaxArgIndex));
+  }
+  if (p.arg_bytes != 4 && p.arg_bytes != 8) {
+    return InvalidArgument(who + ": bytes=" + std::to_string(p.arg_bytes) +
+                           " is not 4 (int) or 8 (long, size_t)");
+  }
+  SEQPOINT_RETURN_IF_ERROR(CheckLibrary(p, p.library, "lib"));
+  return CheckLibrary(p, p.boundary_lib(), "boundary_lib");
+}
+
+bool LibraryMatches(const std::string& library, const std::string& mapped_path) {
+  if (library.empty()) return false;
+  if (library[0] == '/') return library == mapped_path;
+  return BaseName(mapped_path).starts_with(library);
+}
+
+std::string DescribeZeroCodeProbe(const ZeroCodeProbe& p) {
+  const char* which = p.reduce == SlReduce::kMax    ? "the largest of"
+                      : p.reduce == SlReduce::kLast ? "the last of"
+                                                    : "the first of";
+  return "SL = " + std::string(p.deref ? "*" : "") + "argument " + std::to_string(p.arg_index) +
+         " of " + p.function + " (" + which + " an iteration's calls); an iteration ends at each " +
+         "call of " + p.boundary_function + " (the first of a burst)";
+}
+
+const std::vector<ZeroCodeProbe>& ZeroCodePresets() {
+  static const std::vector<ZeroCodeProbe> presets = MakePresets();
+  return presets;
+}
+
+Result<ZeroCodeProbe> FindZeroCodePreset(std::string_view name) {
+  std::string names;
+  for (const ZeroCodeProbe& p : ZeroCodePresets()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  return NotFound("no zero-code preset named '" + std::string(name) + "'; presets: " + names);
+}
+
+Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
+  ZeroCodeProbe p;
+  p.name = "custom";
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    auto bad = [&](std::string why) {
+      return InvalidArgument("zero-code spec '" + std::string(spec) + "': " + std::string(key) +
+                             ": " + why);
+    };
+    auto number = [&](uint32_t* out) {
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), *out);
+      return ec == std::errc() && ptr == value.data() + value.size();
+    };
+    if (key == "deref" && eq == std::string_view::npos) {
+      p.deref = true;
+    } else if (eq == std::string_view::npos || value.empty()) {
+      return bad(
+          "expected key=value (keys: name, lib, fn, arg, bytes, deref, reduce, "
+          "boundary_lib, boundary)");
+    } else if (key == "name") {
+      p.name = value;
+    } else if (key == "lib") {
+      p.library = value;
+    } else if (key == "fn") {
+      p.function = value;
+    } else if (key == "arg") {
+      if (!number(&p.arg_index)) return bad("'" + value + "' is not an argument index");
+    } else if (key == "bytes") {
+      if (!number(&p.arg_bytes)) return bad("'" + value + "' is not 4 or 8");
+    } else if (key == "reduce") {
+      if (value == "first")
+        p.reduce = SlReduce::kFirst;
+      else if (value == "max")
+        p.reduce = SlReduce::kMax;
+      else if (value == "last")
+        p.reduce = SlReduce::kLast;
+      else
+        return bad("'" + value + "' is not first, max or last");
+    } else if (key == "boundary_lib") {
+      p.boundary_library = value;
+    } else if (key == "boundary") {
+      p.boundary_function = value;
+    } else {
+      return bad(
+          "unknown key (keys: name, lib, fn, arg, bytes, deref, reduce, boundary_lib, "
+          "boundary)");
+    }
+  }
+  SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(p));
+  return p;
+}
+
+}  // namespace seqpoint::probes

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes docs/metrics.md from tests/golden/metrics.txt (the shape of seqpointd's /metrics).
+
+The golden file is what a replayed run exports; this turns it into the table operators read.
+ctest (docs_metrics_documented) fails when the two disagree.
+Usage: scripts/gen-metrics-doc.py [--check]
+"""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "golden", "metrics.txt")
+DOC = os.path.join(ROOT, "docs", "metrics.md")
+
+# The families seqpointd also pushes by remote-write (RunFamilies(..., for_upload=true)).
+UPLOADED = {
+    "seqpoint_run_info", "seqpoint_run_projection", "seqpoint_run_projection_low",
+    "seqpoint_run_projection_high", "seqpoint_run_actual", "seqpoint_run_self_check_error_ratio",
+    "seqpoint_run_self_check_within_interval", "seqpoint_run_iterations_total",
+    "seqpoint_run_measured_iterations_total", "seqpoint_run_observer_effect_ratio",
+    "seqpoint_run_observer_effect_ratio_low", "seqpoint_run_observer_effect_ratio_high",
+    "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
+}
+
+HEADER = """# Metrics
+
+`seqpointd` serves these families on `/metrics` (default `127.0.0.1:9464`, `metrics.listen`),
+in the Prometheus text format; values are in base units (seconds, joules, bytes). The families
+marked *uploaded* are also pushed by Prometheus remote-write when `upload.url` is set, each series
+with the labels of `[upload.labels]` added (a label the series has already wins).
+
+Rules dashboards and alerts may rely on: a name, its labels and its type change only with a
+diff of this file and of `tests/golden/metrics.txt` (the golden test `agent_golden_test` fails
+otherwise). Labels never carry an iteration index, an SL or a pid; `run` is the daemon's run
+id, `key` the run key (`runs.group_by`), `metric`/`unit` name a projected metric in base units.
+
+This file is generated: `scripts/gen-metrics-doc.py` (from `tests/golden/metrics.txt`).
+
+| family | type | labels | uploaded | help |
+|---|---|---|---|---|
+"""
+
+
+def families(path):
+    out, cur = [], None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# TYPE "):
+                _, _, name, typ = line.split(" ", 3)
+                cur = {"name": name, "type": typ, "help": "", "labels": set()}
+                out.append(cur)
+            elif line.startswith("# HELP "):
+                cur["help"] = line.split(" ", 3)[3]
+            elif line and cur is not None:
+                inner = line[line.index("{") + 1:line.rindex("}")]
+                cur["labels"].update(x for x in inner.split(",") if x)
+    return out
+
+
+def render(fams):
+    rows = []
+    for f in fams:
+        labels = ", ".join(f"`{l}`" for l in sorted(f["labels"])) or "-"
+        help_text = f["help"].replace("|", "\\|")
+        up = "yes" if f["name"] in UPLOADED else ""
+        rows.append(f"| `{f['name']}` | {f['type']} | {labels} | {up} | {help_text} |")
+    return HEADER + "\n".join(rows) + "\n"
+
+
+def main():
+    text = render(families(GOLDEN))
+    if "--check" in sys.argv:
+        with open(DOC) as f:
+            if f.read() != text:
+                sys.stderr.write("docs/metrics.md is stale: run scripts/gen-metrics-doc.py\n")
+                return 1
+        return 0
+    with open(DOC, "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
