@@ -20,6 +20,7 @@ UPLOADED = {
     "seqpoint_run_measured_iterations_total", "seqpoint_run_observer_effect_ratio",
     "seqpoint_run_observer_effect_ratio_low", "seqpoint_run_observer_effect_ratio_high",
     "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
+    "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
 }
 
 HEADER = """# Metrics

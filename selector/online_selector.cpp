@@ -7,11 +7,23 @@
 #include "selector/point_merge.h"
 
 namespace seqpoint::selector {
+namespace {
+
+// SplitMix64's finalizer: a well-spread deterministic draw from an iteration number.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
 
 Result<OnlineSelector> OnlineSelector::Create(const OnlineOptions& o) {
-  if (o.budget_count == 0 && o.budget_fraction <= 0) {
-    return InvalidArgument("online selection needs a budget: a count (e.g. 50) or a fraction "
-                           "of iterations (e.g. 0.005)");
+  if (o.budget_count == 0 && o.budget_fraction <= 0 && o.per_doubling == 0) {
+    return InvalidArgument("online selection needs a budget: a count (e.g. 50), a fraction "
+                           "of iterations (e.g. 0.005) or measurements per doubling of the run "
+                           "(e.g. 16)");
   }
   if (!(o.budget_fraction >= 0 && o.budget_fraction <= 1)) {
     return InvalidArgument("budget fraction must be between 0 and 1, got " +
@@ -33,6 +45,13 @@ uint64_t OnlineSelector::allowed() const {
     cap = options_.pacing_iterations == 0
               ? options_.budget_count
               : static_cast<uint64_t>(std::floor(b * t / (t + static_cast<double>(options_.pacing_iterations)) + 1e-9));
+  }
+  if (options_.per_doubling > 0) {
+    const double t = static_cast<double>(histogram_.total());
+    const double w = static_cast<double>(std::max<uint64_t>(1, options_.window));
+    const double k = static_cast<double>(options_.per_doubling);
+    const double pace = t < w ? k * t / w : k * (1 + std::log2(t / w));
+    cap = std::min(cap, static_cast<uint64_t>(std::floor(pace + 1e-9)) + bonus_);
   }
   if (options_.budget_fraction > 0) {
     uint64_t f = static_cast<uint64_t>(std::floor(options_.budget_fraction *
@@ -98,6 +117,8 @@ uint64_t OnlineSelector::WantedIn(size_t bin) const {
   // still holds); at least one per bin.
   uint64_t cap = allowed();
   if (cap == UINT64_MAX) cap = 0;
+  // What the budget released since the stratum began is what it may spend on it.
+  cap = cap > measured_at_stratum_ ? cap - measured_at_stratum_ : 0;
   double want = static_cast<double>(cap) * bins_[bin].sum_cost / binned_cost_;
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(want - 1e-9)));
 }
@@ -112,12 +133,24 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
     Rebin();
     while (next_rebin_ <= t) next_rebin_ *= 2;
   }
+  if (const uint64_t key = StratumKey(iter); key != stratum_) EnterStratum(key);
   Decision d;
   if (!eligible || samples_.size() >= allowed()) return d;
   int b = FindBin(seq_len);
   if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b)) ||
       bin_samples_[b] >= options_.max_samples_per_point) {
     return d;
+  }
+  // Not always the first iteration a bin offers: the first of a new shape pays for
+  // allocations and caches (PyTorch), and measuring it every time biased the projections up by
+  // several percent. A deterministic draw (a restart replays the same decisions) skips half
+  // the candidates, and an SL's first occurrence is measured only while its bin has no sample
+  // yet (in the tail bins it is often the only candidate).
+  // Only with a paced budget: a count budget without pacing is spent as early as the bins want.
+  if (options_.per_doubling > 0) {
+    const SlStats* seen = histogram_.Find(seq_len);
+    if ((Mix(iter) & 1) != 0) return d;
+    if (seen != nullptr && seen->count <= 1 && bin_samples_[b] > 0) return d;
   }
   d.measure = true;
   d.group = static_cast<uint32_t>(bin_samples_[b] % std::max<uint32_t>(1, options_.counter_groups));
@@ -127,6 +160,31 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   if (bucket >= samples_in_bucket_.size()) samples_in_bucket_.resize(bucket + 1, 0);
   ++samples_in_bucket_[bucket];
   return d;
+}
+
+uint64_t OnlineSelector::StratumKey(uint64_t iter) const {
+  uint64_t window = 0;
+  if (options_.per_doubling > 0 && options_.window > 0) {
+    for (uint64_t edge = options_.window; iter >= edge && window < 63; edge *= 2) ++window;
+  }
+  // A count budget without pacing is spent as early as the bins want: no fresh wants per stratum.
+  if (options_.per_doubling == 0) return 0;
+  const uint64_t stratum = strata_.observed() > 0 ? strata_.StratumOf(iter) : 0;
+  return stratum << 6 | window;
+}
+
+void OnlineSelector::EnterStratum(uint64_t key) {
+  stratum_ = key;
+  measured_at_stratum_ = samples_.size();
+  std::fill(samples_in_bucket_.begin(), samples_in_bucket_.end(), 0);
+  std::fill(bin_samples_.begin(), bin_samples_.end(), 0);
+}
+
+void OnlineSelector::OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns) {
+  const size_t changes = strata_.changes().size();
+  strata_.Observe(iter, seq_len, CostProxy(seq_len, batch), time_ns);
+  // Re-measure after a change, within the caps: the pace alone would take a whole window.
+  bonus_ += (strata_.changes().size() - changes) * options_.change_bonus;
 }
 
 Selection OnlineSelector::Current() const {
@@ -197,7 +255,7 @@ size_t OnlineSelector::MemoryBytes() const {
   return sizeof(*this) + histogram_.MemoryBytes() + buckets_.capacity() * sizeof(SlBucket) +
          bins_.capacity() * sizeof(Bin) + bin_samples_.capacity() * sizeof(uint64_t) +
          samples_.capacity() * sizeof(Sample) + samples_in_bucket_.capacity() * sizeof(uint32_t) +
-         bin_of_bucket_.capacity() * sizeof(int32_t);
+         bin_of_bucket_.capacity() * sizeof(int32_t) + strata_.MemoryBytes();
 }
 
 }  // namespace seqpoint::selector

@@ -4,8 +4,16 @@
 //
 // Invariants:
 //  - Never exceeds the budget: after t iterations, measured <= min(budget_count,
-//    floor(budget_fraction * t)) for whichever caps are set, at every t. A count budget may
-//    also be paced (budget * t / (t + pacing)), since the run's length is not known.
+//    floor(budget_fraction * t)) for whichever caps are set, at every t. The budget lasts a run
+//    of unknown length: with per_doubling = k, at most k * t / W iterations are measured in the
+//    first window of W = first_window iterations and k more in every doubling of the run after
+//    it (k * (1 + log2(t / W)) in all, released evenly inside each window; W = window), plus change_bonus
+//    for each change of iteration cost found. A count budget may instead be paced as
+//    budget * t / (t + pacing).
+//  - Time strata (time_strata.h): fed every iteration's time by OnTime, the selector wants
+//    samples per (stratum, window, bin): a new doubling window, the end of the warm-up or a
+//    change of cost starts counting afresh, so every stratum and every stretch of the run is
+//    measured in its own right.
 //  - Re-bins as the SL distribution grows or drifts (at doubling points of the iteration count,
 //    every rebin_every iterations, and when an SL outside the binned range arrives). Samples are
 //    kept by SL, not by bin, so earlier measurements stay useful after re-binning: each is
@@ -24,6 +32,7 @@
 #include "selector/binning.h"
 #include "selector/selection.h"
 #include "selector/sl_histogram.h"
+#include "selector/time_strata.h"
 
 namespace seqpoint::selector {
 
@@ -34,6 +43,12 @@ struct OnlineOptions {
   // approaches but never reaches the whole budget. 0 (the default): all of it at once, so a
   // budget is spent and its run's state can be aggregated (seqpointd relies on that).
   uint64_t pacing_iterations = 0;
+  // Measurements per doubling of the run (0: off); see the file comment. The default of
+  // seqpointd and `seqpoint select --online`.
+  uint32_t per_doubling = 0;
+  uint32_t change_bonus = 8;     // more measurements allowed at each change of cost found
+  uint64_t window = 64;          // the first doubling window of the paced budget
+  TimeStrataOptions strata;
   double budget_fraction = 0;    // at most this fraction of iterations so far (0: no cap)
   double target_error_pct = 0.5; // cost-proxy representative error the bins aim at
   uint32_t max_bins = 256;
@@ -55,8 +70,12 @@ class OnlineSelector {
  public:
   static Result<OnlineSelector> Create(const OnlineOptions& options);
 
-  // Called at an iteration's start. `iter` is what the selection reports for it.
+  // Called at an iteration's start. `iter` is what the selection reports for it and the
+  // ordinal OnTime is given for the same iteration.
   Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens);
+  // Called when an iteration's time is known (any order, any iteration, measured or not).
+  void OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns);
+  const TimeStrata& strata() const { return strata_; }
 
   // The SeqPoints as of now: current bins, each with the samples taken in it.
   // Const: reading it never changes later decisions.
@@ -78,7 +97,9 @@ class OnlineSelector {
   const std::vector<Sample>& samples() const { return samples_; }
 
  private:
-  explicit OnlineSelector(const OnlineOptions& o) : options_(o) {}
+  explicit OnlineSelector(const OnlineOptions& o) : options_(o), strata_(o.strata) {}
+  void EnterStratum(uint64_t key);
+  uint64_t StratumKey(uint64_t iter) const;
   void Rebin();
   uint32_t MaxBinsNow() const;
   int FindBin(uint32_t seq_len) const;
@@ -88,10 +109,14 @@ class OnlineSelector {
   SlHistogram histogram_;
   std::vector<SlBucket> buckets_;  // snapshot at the last re-bin
   std::vector<Bin> bins_;
-  std::vector<uint64_t> bin_samples_;  // samples per current bin
+  std::vector<uint64_t> bin_samples_;  // samples per current bin, in the current stratum
   double binned_cost_ = 0;             // total cost proxy of the current bins
   std::vector<Sample> samples_;
-  std::vector<uint32_t> samples_in_bucket_;
+  std::vector<uint32_t> samples_in_bucket_;  // in the current stratum
+  TimeStrata strata_;
+  uint64_t stratum_ = 0;              // the current (stratum, window) key of the last iteration
+  uint64_t measured_at_stratum_ = 0;  // samples_.size() when it began
+  uint64_t bonus_ = 0;                // change_bonus x changes found
   std::vector<int32_t> bin_of_bucket_;       // bucket index -> current bin  // SlHistogram bucket index -> samples taken
   uint64_t next_rebin_ = 1;
   uint64_t rebins_ = 0;

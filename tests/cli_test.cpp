@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/trace_csv.h"
 
 namespace fs = std::filesystem;
@@ -207,4 +209,35 @@ TEST_CASE("cli: a 2-million-row trace streams through select in bounded memory")
   Run o = Cli("select --trace " + (d / "big.csv") + " --online --budget-fraction 0.001 --json --out " +
               (d / "sel2.json"));
   CHECK(o.code == 0);
+}
+
+// Real PyTorch runs (tests/data/online/README.md) through `evaluate --online`: the code
+// seqpointd runs, fed every iteration's time.
+TEST_CASE("cli: evaluate --online finds a mid-run slowdown and projects CPU time through it") {
+  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/online/gru_random_slow_s1.csv";
+  Run r = Cli("evaluate --trace " + trace + " --online --json");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  auto j = nlohmann::json::parse(r.out);
+  const auto& cpu = j["metrics"]["cpu_ns"];
+  const auto& time = j["metrics"]["time_ns"];
+  INFO(r.out);
+  CHECK(cpu["covered"].get<bool>());
+  CHECK(std::fabs(cpu["error_pct"].get<double>()) < 3);
+  // time_ns as if not timed on every iteration: the self-check (a 95% interval may miss).
+  CHECK(std::fabs(time["error_pct"].get<double>()) < 5);
+  CHECK(time["time_strata"]["changes"].get<int>() >= 1);
+  CHECK(j["measured"].get<int>() < 200);  // 16 per doubling + 8 per change, of 1,000
+  CHECK(cpu["steady_state"]["projected"].get<double>() <= cpu["projected"].get<double>());
+}
+
+TEST_CASE("cli: evaluate --online on a bucketed run: intervals hold both metrics") {
+  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/online/lstm_bucketed_s1.csv";
+  Run r = Cli("evaluate --trace " + trace + " --online --json");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  auto j = nlohmann::json::parse(r.out);
+  INFO(r.out);
+  for (const char* m : {"time_ns", "cpu_ns"}) {
+    CHECK(j["metrics"][m]["covered"].get<bool>());
+    CHECK(j["metrics"][m]["low"].get<double>() >= 0);
+  }
 }

@@ -114,7 +114,10 @@ void PrintProjections(const json& show) {
   std::printf("  %-22s %12s %27s %12s %8s\n", "metric", "projected", "interval", "actual", "error");
   for (const auto& [metric, p] : show["projections"].items()) {
     std::string unit = p["unit"];
-    std::string interval = "[" + Value(D(p["low"]), unit) + ", " + Value(D(p["high"]), unit) + "]";
+    const bool bounded = p.value("bounded", true);
+    // An unbounded metric: the samples saw too few events to say how many were missed.
+    std::string interval = "[" + Value(D(p["low"]), unit) + ", " +
+                           (bounded ? Value(D(p["high"]), unit) : std::string("unbounded")) + "]";
     std::string error = "-";
     if (std::isfinite(D(p["actual"])) && D(p["actual"]) != 0) {
       char buf[16];
@@ -123,9 +126,39 @@ void PrintProjections(const json& show) {
       error = buf;
     }
     const bool perturbed = p.value("perturbed", false);
-    std::printf("  %-22s %12s %27s %12s %8s%s\n", metric.c_str(),
+    std::printf("  %-22s %12s %27s %12s %8s%s%s\n", metric.c_str(),
                 Value(D(p["total"]), unit).c_str(), interval.c_str(),
-                Value(D(p["actual"]), unit).c_str(), error.c_str(), perturbed ? "  PERTURBED" : "");
+                Value(D(p["actual"]), unit).c_str(), error.c_str(), perturbed ? "  PERTURBED" : "",
+                bounded ? "" : "  (a floor: too few events in the samples)");
+  }
+  // Steady state: the same without the warm-up the time strata found.
+  if (show.contains("time_strata")) {
+    const json& t = show["time_strata"];
+    std::printf("\nTime strata: warm-up %llu iterations%s, %zu strata, %zu changes of cost\n",
+                static_cast<unsigned long long>(t.value("warmup_end", uint64_t{0})),
+                t.value("warmup_settled", false) ? "" : " (not settled yet)", t["strata"].size(),
+                t["changes"].size());
+    for (const json& c : t["changes"]) {
+      std::string scope = c["bin"].is_null() ? std::string("all SLs")
+                                             : "SL " + std::to_string(c["bin"][0].get<uint32_t>()) +
+                                                   "-" + std::to_string(c["bin"][1].get<uint32_t>());
+      char ratio[32] = "-";
+      if (c["ratio"].is_number()) std::snprintf(ratio, sizeof ratio, "x%.2f", D(c["ratio"]));
+      std::printf("  from iteration %llu: %s %s (%s)\n",
+                  static_cast<unsigned long long>(c["ordinal"].get<uint64_t>()),
+                  c["direction"].get<std::string>().c_str(), ratio, scope.c_str());
+    }
+    std::printf("  %-22s %12s %27s\n", "steady state", "projected", "interval");
+    for (const auto& [metric, p] : show["projections"].items()) {
+      if (!p.contains("steady_state") || !p["steady_state"]["total"].is_number()) continue;
+      const std::string unit = p["unit"];
+      const json& st = p["steady_state"];
+      std::string interval = "[" + Value(D(st["low"]), unit) + ", " +
+                             (p.value("bounded", true) ? Value(D(st["high"]), unit)
+                                                       : std::string("unbounded")) + "]";
+      std::printf("  %-22s %12s %27s\n", metric.c_str(), Value(D(st["total"]), unit).c_str(),
+                  interval.c_str());
+    }
   }
   // Older daemons send only the time self-check.
   json checks = show.value("self_checks", json::object());

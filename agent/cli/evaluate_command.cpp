@@ -4,6 +4,8 @@
 // stride, random) at the same number of measured iterations. With --compare, T2 is the same
 // run (same seq_len sequence) on another configuration, and the speedup projection is checked.
 #include <cmath>
+#include <optional>
+#include <unordered_map>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,9 @@
 #include "agent/cli/select_options.h"
 #include "selector/baselines.h"
 #include "selector/sl_histogram.h"
+
+#include "selector/sl_histogram.h"
+#include "selector/stratified_projection.h"
 
 namespace seqpoint::cli {
 namespace {
@@ -52,6 +57,34 @@ double LinearR2(const Trace& t, const std::vector<double>& y) {
     syy += (y[i] - my) * (y[i] - my);
   }
   return sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0.0;
+}
+
+// Metric k of the trace projected as seqpointd does online: from the measured rows only, by
+// the selector's time strata; time_ns against the cost proxy (as if it were not measured on
+// every iteration), any other metric against every iteration's time.
+std::optional<selector::StratifiedProjection> ProjectOnline(const selector::OnlineSelector& online,
+                                                            const selector::Selection& sel,
+                                                            const Trace& t, size_t k) {
+  const int time_col = TimeColumn(t.schema);
+  std::unordered_map<uint64_t, size_t> row_of;
+  for (size_t i = 0; i < t.rows(); ++i) row_of[t.iter[i]] = i;
+  std::vector<selector::StrataSample> samples;
+  for (const selector::SeqPoint& p : sel.points) {
+    for (uint64_t it : p.iters) {
+      auto r = row_of.find(it);
+      if (r == row_of.end()) continue;
+      const size_t i = r->second;
+      const uint32_t batch = t.batch.empty() ? 0 : t.batch[i];
+      samples.push_back({it, t.seq_len[i], selector::CostProxy(t.seq_len[i], batch),
+                         time_col >= 0 ? t.metrics[static_cast<size_t>(time_col)][i] : 0,
+                         t.metrics[k][i]});
+    }
+  }
+  const bool by_cost = time_col < 0 || static_cast<size_t>(time_col) == k;
+  auto proj = selector::ProjectStratified(
+      online.strata(), sel, samples, by_cost ? selector::Auxiliary::kCost : selector::Auxiliary::kTime);
+  if (!proj.ok()) return std::nullopt;
+  return *proj;
 }
 
 Status CheckSameRun(const Trace& a, const Trace& b, const std::string& b_path) {
@@ -126,7 +159,8 @@ int RunEvaluateCommand(Args argv) {
     }
     other = std::move(*t2);
   }
-  auto sel = SelectFromTrace(*trace, *req);
+  std::optional<selector::OnlineSelector> online;
+  auto sel = SelectFromTrace(*trace, *req, &online);
   if (!sel.ok()) {
     std::fprintf(stderr, "seqpoint evaluate: %s\n", sel.status().message().c_str());
     return 1;
@@ -161,6 +195,12 @@ int RunEvaluateCommand(Args argv) {
     }
     auto p = selector::ProjectMetric(*sel, meas.obs[k]);
     if (!p.ok()) continue;
+    // Online, as seqpointd does: by time strata, counters through every iteration's time.
+    std::optional<selector::StratifiedProjection> strat;
+    if (online && online->strata().observed() > 0) {
+      strat = ProjectOnline(*online, *sel, *trace, k);
+      if (strat) *p = strat->whole;
+    }
     const double actual = Sum(values);
     json j = {{"actual", actual},
               {"projected", p->total},
@@ -170,6 +210,16 @@ int RunEvaluateCommand(Args argv) {
               {"covered", p->low <= actual && actual <= p->high},
               {"samples", p->samples},
               {"linear_r2", LinearR2(*trace, values)}};
+    if (strat) {
+      j["bounded"] = strat->bounded;
+      j["steady_state"] = {{"projected", strat->steady.total},
+                           {"low", strat->steady.low},
+                           {"high", strat->steady.high}};
+      j["time_strata"] = {{"strata", strat->strata},
+                          {"borrowed", strat->borrowed},
+                          {"warmup_end", online->strata().warmup_end()},
+                          {"changes", online->strata().changes().size()}};
+    }
     json b = {{"first_n", ErrPct(selector::ProjectFirstN(values, n), actual)},
               {"uniform_stride", ErrPct(selector::ProjectUniformStride(values, n), actual)},
               {"random_median_abs", selector::MedianRandomErrorPct(values, n, actual, 25)}};

@@ -1,6 +1,8 @@
 #include "agent/cli/select_options.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace seqpoint::cli {
 
@@ -10,8 +12,13 @@ std::vector<OptionSpec> SelectOptionSpecs() {
       {"--budget-fraction", true, "at most this fraction of iterations measured (e.g. 0.005)"},
       {"--target-error", true, "cost-model error to meet, percent (default 0.5)"},
       {"--online", false, "decide row by row with no look-ahead, as the daemon does"},
+      {"--per-doubling", true,
+       "with --online: measurements per doubling of the run (default 16, or budget/8 with "
+       "--budget; 0: none, the caps alone)"},
       {"--repeats", true, "samples per point when no budget is given (default 3)"},
-      {"--warmup", true, "first iterations never measured (default 10)"},
+      {"--warmup", true,
+       "first iterations never measured (default 10 offline, 0 online: online, the warm-up is "
+       "found from the iterations' times and projected as its own stratum)"},
       {"--counter-groups", true, "rotate N counter groups across a point's samples (default 1)"},
       {"--max-bins", true, "at most this many SeqPoints (default 4096 offline, 256 online)"},
   };
@@ -29,8 +36,10 @@ Result<SelectRequest> SelectRequestFromArgs(const ParsedArgs& args, const std::s
   auto warmup = args.GetInt("--warmup");
   auto groups = args.GetInt("--counter-groups");
   auto max_bins = args.GetInt("--max-bins");
+  auto per_doubling = args.GetInt("--per-doubling");
   for (const Status* st : {&budget.status(), &fraction.status(), &target.status(), &repeats.status(),
-                           &warmup.status(), &groups.status(), &max_bins.status()}) {
+                           &warmup.status(), &groups.status(), &max_bins.status(),
+                           &per_doubling.status()}) {
     if (!st->ok()) return *st;
   }
   if (*budget && **budget < 1) return InvalidArgument("--budget must be at least 1");
@@ -42,10 +51,15 @@ Result<SelectRequest> SelectRequestFromArgs(const ParsedArgs& args, const std::s
   if (*warmup && **warmup < 0) return InvalidArgument("--warmup must be >= 0");
   if (*groups && (**groups < 1 || **groups > 64)) return InvalidArgument("--counter-groups must be 1..64");
   if (*max_bins && **max_bins < 1) return InvalidArgument("--max-bins must be at least 1");
+  if (*per_doubling && (**per_doubling < 0 || **per_doubling > 1000000)) {
+    return InvalidArgument("--per-doubling must be 0..1000000, got " + std::to_string(**per_doubling));
+  }
+  if (*per_doubling && !req.online) return InvalidArgument("--per-doubling needs --online");
 
   auto& off = req.offline;
   auto& on = req.online_options;
   if (*target) off.target_error_pct = on.target_error_pct = **target;
+  on.warmup = 0;
   if (*warmup) off.warmup = on.warmup = static_cast<uint64_t>(**warmup);
   if (*groups) off.counter_groups = on.counter_groups = static_cast<uint32_t>(**groups);
   if (*max_bins) off.max_bins = on.max_bins = static_cast<uint32_t>(**max_bins);
@@ -53,7 +67,11 @@ Result<SelectRequest> SelectRequestFromArgs(const ParsedArgs& args, const std::s
   if (req.online) {
     if (*budget) on.budget_count = static_cast<uint64_t>(**budget);
     if (*fraction) on.budget_fraction = **fraction;
-    if (!*budget && !*fraction) on.budget_fraction = 1.0 / 200;
+    // The run's length is unknown online: by default the budget lasts, k per doubling of the
+    // run; a count budget alone is stretched over about eight doublings.
+    on.per_doubling = *budget ? static_cast<uint32_t>(std::max<int64_t>(2, (**budget + 7) / 8)) : 16;
+    if (*per_doubling) on.per_doubling = static_cast<uint32_t>(**per_doubling);
+    if (on.per_doubling == 0 && !*budget && !*fraction) on.budget_fraction = 1.0 / 200;
   } else {
     if (*budget) off.budget = static_cast<uint64_t>(**budget);
     if (*fraction) {

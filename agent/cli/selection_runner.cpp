@@ -27,8 +27,19 @@ Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
     auto sel = selector::OnlineSelector::Create(req.online_options);
     if (!sel.ok()) return sel.status();
     uint64_t index = 0;
-    Status st = ReadTrace(req.trace, read, nullptr, [&](const TraceRow& r) {
+    // Every iteration's time, when the trace has it, feeds the time strata as in seqpointd.
+    read.read_metrics = true;
+    int time_col = -1;
+    auto on_header = [&](const TraceSchema& schema) {
+      time_col = TimeColumn(schema);
+      return Status::Ok();
+    };
+    Status st = ReadTrace(req.trace, read, on_header, [&](const TraceRow& r) {
       sel->OnIteration(r.iter, r.seq_len, r.batch, static_cast<double>(r.tokens));
+      if (time_col >= 0 && static_cast<size_t>(time_col) < r.metrics.size() &&
+          !std::isnan(r.metrics[static_cast<size_t>(time_col)])) {
+        sel->OnTime(r.iter, r.seq_len, r.batch, r.metrics[static_cast<size_t>(time_col)]);
+      }
       ++index;
       return Status::Ok();
     });
@@ -63,14 +74,29 @@ Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
   return sel;
 }
 
-Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest& req) {
+int TimeColumn(const TraceSchema& schema) {
+  for (size_t k = 0; k < schema.metrics.size(); ++k) {
+    if (schema.metrics[k] == "time_ns") return static_cast<int>(k);
+  }
+  return -1;
+}
+
+Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest& req,
+                                            std::optional<selector::OnlineSelector>* online_out) {
   if (t.rows() == 0) return InvalidArgument(req.trace + ": the trace has no rows");
   auto batch = [&](size_t i) { return t.batch.empty() ? 0u : t.batch[i]; };
   auto tokens = [&](size_t i) { return t.tokens.empty() ? 0.0 : static_cast<double>(t.tokens[i]); };
   if (req.online) {
     auto sel = selector::OnlineSelector::Create(req.online_options);
     if (!sel.ok()) return sel.status();
-    for (size_t i = 0; i < t.rows(); ++i) sel->OnIteration(t.iter[i], t.seq_len[i], batch(i), tokens(i));
+    const int time_col = TimeColumn(t.schema);
+    for (size_t i = 0; i < t.rows(); ++i) {
+      sel->OnIteration(t.iter[i], t.seq_len[i], batch(i), tokens(i));
+      if (time_col >= 0 && !std::isnan(t.metrics[static_cast<size_t>(time_col)][i])) {
+        sel->OnTime(t.iter[i], t.seq_len[i], batch(i), t.metrics[static_cast<size_t>(time_col)][i]);
+      }
+    }
+    if (online_out != nullptr) *online_out = *sel;
     return sel->Current();
   }
   selector::SlHistogram hist;

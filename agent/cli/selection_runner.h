@@ -3,6 +3,8 @@
 // a selection's iterations from a measured trace.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,8 +27,13 @@ struct SelectRequest {
 };
 
 Result<selector::Selection> SelectFromTraceFile(const SelectRequest& request);
-// The same over a trace already in memory (evaluate).
-Result<selector::Selection> SelectFromTrace(const Trace& trace, const SelectRequest& request);
+// The same over a trace already in memory (evaluate); `online_out`, when given, receives the
+// online selector as it ended (its time strata project the metrics).
+Result<selector::Selection> SelectFromTrace(
+    const Trace& trace, const SelectRequest& request,
+    std::optional<selector::OnlineSelector>* online_out = nullptr);
+// Index of the time_ns metric column, or -1.
+int TimeColumn(const TraceSchema& schema);
 
 // Per metric of the measured trace, per point, the observations (cost, value) of the
 // selection's iterations. Rows not listed in the selection are skipped.

@@ -132,13 +132,19 @@ const std::vector<KeySpec>& Specs() {
       Str("runs.group_by", &DaemonConfig::run_group_by,
           "what groups ranks into one run: env:NAME (environment variable), cgroup, or pid"),
       Int("runs.budget", &DaemonConfig::run_budget, 1, 1000000,
-          "iterations per run measured by the collectors (the SeqPoints' cost)"),
+          "at most this many iterations per run measured by the collectors (the SeqPoints' "
+          "cost), whatever the run's length"),
       Dbl("runs.budget_fraction", &DaemonConfig::run_budget_fraction, 0, 1,
-          "also measure at most this fraction of the iterations so far (0: count cap only)"),
+          "and at most this fraction of the iterations so far (0: count cap only)"),
+      Int("runs.budget_per_doubling", &DaemonConfig::run_budget_per_doubling, 0, 1000000,
+          "measurements released per doubling of the run (k in the first 64 iterations, k more "
+          "in every doubling after), so the budget lasts a run of unknown length and every "
+          "stretch of it is measured; 0: the caps alone, spent as early as the bins want"),
       Dbl("runs.target_error_pct", &DaemonConfig::run_target_error_pct, 0.001, 100,
           "representative error on the cost proxy that the selector's SL bins aim at"),
       Int("runs.warmup_iterations", &DaemonConfig::run_warmup_iterations, 0, 1000000,
-          "first iterations of a run never chosen as SeqPoints"),
+          "first iterations of a run never measured; the warm-up itself is found from the "
+          "iterations' times and projected as its own stratum"),
       Int("runs.idle_timeout_s", &DaemonConfig::run_idle_timeout_s, 1, 86400 * 30,
           "a run whose processes are all gone for this long is closed as finished"),
       Int("runs.history_retention_days", &DaemonConfig::history_retention_days, 1, 36500,

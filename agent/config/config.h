@@ -40,10 +40,11 @@ struct DaemonConfig {
 
   // [runs]
   std::string run_group_by = "env:SEQPOINT_RUN_ID";  // env:NAME | cgroup | pid
-  int64_t run_budget = 64;               // iterations measured by the collectors, per run
-  double run_budget_fraction = 0;        // also at most this fraction of iterations (0: off)
+  int64_t run_budget = 4096;             // at most this many iterations measured per run
+  double run_budget_fraction = 0;        // and at most this fraction of iterations (0: off)
+  int64_t run_budget_per_doubling = 16;  // measurements per doubling of the run (0: caps only)
   double run_target_error_pct = 0.5;     // cost-proxy error the selector's bins aim at
-  int64_t run_warmup_iterations = 10;    // iterations skipped before selection starts
+  int64_t run_warmup_iterations = 0;     // iterations never measured at a run's start
   int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
   int64_t history_retention_days = 365;  // bin-cost history kept for efficiency-over-time
   // Energy on every iteration: the energy counter (collectors.energy.sources) is read this

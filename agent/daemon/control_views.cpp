@@ -30,6 +30,24 @@ int64_t DaysSinceEpoch() {
          24;
 }
 
+// The run's time strata: the warm-up found, the strata and the changes of cost.
+json StrataJson(const selector::TimeStrata& t) {
+  json strata = json::array();
+  for (const selector::Stratum& s : t.Strata()) {
+    strata.push_back({{"begin", s.begin}, {"kind", std::string(selector::StratumKindName(s.kind))}});
+  }
+  json changes = json::array();
+  for (const selector::TimeChange& c : t.changes()) {
+    json bin = c.sl_hi == 0 ? json(nullptr) : json{c.sl_lo, c.sl_hi};
+    changes.push_back({{"ordinal", c.ordinal},
+                       {"bin", bin},
+                       {"direction", c.direction > 0 ? "slower" : "faster"},
+                       {"ratio", c.ratio > 0 ? json(c.ratio) : json(nullptr)}});
+  }
+  return {{"warmup_end", t.warmup_end()}, {"warmup_settled", t.warmup_settled()},
+          {"strata", strata}, {"changes", changes}};
+}
+
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json RunJson(const RunRecord& r) {
@@ -118,7 +136,10 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
     proj[p.metric] = {{"unit", p.unit},          {"total", Num(p.total)},
                       {"low", Num(p.low)},       {"high", Num(p.high)},
                       {"actual", Num(p.actual)}, {"measured", p.measured},
-                      {"perturbed", p.perturbed}};
+                      {"perturbed", p.perturbed}, {"bounded", p.bounded},
+                      {"steady_state", {{"total", Num(p.steady_total)},
+                                        {"low", Num(p.steady_low)},
+                                        {"high", Num(p.steady_high)}}}};
   }
   j["projections"] = proj;
   json all_checks = json::object();
@@ -271,6 +292,7 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
     std::vector<SelfCheck> checks = t->self_checks();
     out = SnapshotJson(t->Snapshot(), checks);
     out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
+    out["time_strata"] = StrataJson(t->strata());
     if (runs_->energy_sampler() != nullptr) {
       out["energy"] = {{"iterations", t->energy_iterations()},
                        {"unattributed_shared", t->energy_shared()},

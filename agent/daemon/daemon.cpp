@@ -43,6 +43,7 @@ RunManagerOptions Daemon::RunOptions() const {
   o.proc_root = config_.proc_root;
   o.selector.budget_count = static_cast<uint64_t>(config_.run_budget);
   o.selector.budget_fraction = config_.run_budget_fraction;
+  o.selector.per_doubling = static_cast<uint32_t>(config_.run_budget_per_doubling);
   o.selector.target_error_pct = config_.run_target_error_pct;
   o.selector.warmup = static_cast<uint64_t>(config_.run_warmup_iterations);
   o.idle_timeout_s = config_.run_idle_timeout_s;

@@ -8,6 +8,7 @@
 #include "agent/testing/test_harness.h"
 #include "common/trace_csv.h"
 #include "selector/online_selector.h"
+#include "selector/stratified_projection.h"
 #include "selector/projection.h"
 
 using namespace seqpoint::daemon;
@@ -66,15 +67,20 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
   CHECK(measured >= 20);
   CHECK(weights == doctest::Approx(static_cast<double>(trace->rows())));
   // Every metric column is projected, and exactly as the selector library projects it from
-  // the same iterations offline: the daemon adds no error of its own.
+  // the same iterations: the daemon adds no error of its own. The library is fed as the daemon
+  // is: every iteration's start, then its time (the replay's timestamps are the trace's).
   seqpoint::selector::OnlineOptions o;
   o.budget_count = 40;
+  o.budget_fraction = cfg.run_budget_fraction;
+  o.per_doubling = static_cast<uint32_t>(cfg.run_budget_per_doubling);
   o.warmup = static_cast<uint64_t>(cfg.run_warmup_iterations);
   o.target_error_pct = cfg.run_target_error_pct;
   auto sel = seqpoint::selector::OnlineSelector::Create(o);
   REQUIRE(sel.ok());
+  const int time_col = trace->MetricIndex("time_ns");
   for (size_t r = 0; r < trace->rows(); ++r) {
     sel->OnIteration(r, trace->seq_len[r], trace->batch[r], static_cast<double>(trace->tokens[r]));
+    sel->OnTime(r, trace->seq_len[r], trace->batch[r], trace->metrics[time_col][r]);
   }
   seqpoint::selector::Selection selection = sel->Current();
   // Controls (observer_effect.h) are timed but measured by no collector: the collector metrics
@@ -93,22 +99,33 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
     REQUIRE_MESSAGE(s["projections"].contains(metric), metric);
     const json& p = s["projections"][metric];
     int m = trace->MetricIndex(metric);
-    std::vector<std::vector<seqpoint::selector::Observation>> obs(selection.points.size());
-    for (size_t i = 0; i < selection.points.size(); ++i) {
-      for (uint64_t r : selection.points[i].iters) {
+    std::vector<seqpoint::selector::StrataSample> samples;
+    for (const auto& pt : selection.points) {
+      for (uint64_t r : pt.iters) {
         if (metric != "time_ns" && controls.count(r)) continue;
-        obs[i].push_back({seqpoint::selector::CostProxy(trace->seq_len[r], trace->batch[r]),
-                          trace->metrics[m][r]});
+        samples.push_back({r, trace->seq_len[r],
+                           seqpoint::selector::CostProxy(trace->seq_len[r], trace->batch[r]),
+                           trace->metrics[time_col][r], trace->metrics[m][r]});
       }
     }
-    auto expected = seqpoint::selector::ProjectMetric(selection, obs);
+    auto expected = seqpoint::selector::ProjectStratified(
+        sel->strata(), selection, samples,
+        metric == "time_ns" ? seqpoint::selector::Auxiliary::kCost
+                            : seqpoint::selector::Auxiliary::kTime);
     REQUIRE(expected.ok());
     double actual = ColumnTotal(*trace, metric, 0, trace->rows());
     INFO(metric << " projected " << p["total"] << " [" << p["low"] << ", " << p["high"]
                 << "] actual " << actual);
-    CHECK(p["total"].get<double>() == doctest::Approx(expected->total).epsilon(1e-9));
-    CHECK(p["low"].get<double>() == doctest::Approx(expected->low).epsilon(1e-9));
-    CHECK(p["high"].get<double>() == doctest::Approx(expected->high).epsilon(1e-9));
+    CHECK(p["total"].get<double>() == doctest::Approx(expected->whole.total).epsilon(1e-9));
+    CHECK(p["low"].get<double>() == doctest::Approx(expected->whole.low).epsilon(1e-9));
+    if (expected->bounded) {
+      CHECK(p["high"].get<double>() == doctest::Approx(expected->whole.high).epsilon(1e-9));
+    } else {
+      CHECK(p["high"].is_null());  // +inf: the samples cannot bound it
+      CHECK_FALSE(p["bounded"].get<bool>());
+    }
+    CHECK(p["steady_state"]["total"].get<double>() ==
+          doctest::Approx(expected->steady.total).epsilon(1e-9));
   }
   // The self-check compares with the time measured on every iteration: the trace's own total.
   REQUIRE(s.contains("self_check"));

@@ -13,7 +13,23 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto proj = Gauge("seqpoint_run_projection",
                     "Projected whole-run total of a metric from the SeqPoints, in base units.");
   auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
-  auto high = Gauge("seqpoint_run_projection_high", "Upper end of the projection's 95% interval.");
+  auto high = Gauge("seqpoint_run_projection_high",
+                    "Upper end of the projection's 95% interval; +Inf when the measured samples "
+                    "cannot bound the metric (seqpoint_run_projection_bounded 0).");
+  auto steady = Gauge("seqpoint_run_projection_steady_state",
+                      "Projected total over the iterations after the warm-up (the warm-up is "
+                      "found from every iteration's time and projected from its own samples).");
+  auto bounded = Gauge("seqpoint_run_projection_bounded",
+                       "0 when the measured samples cannot bound the metric (fewer than three "
+                       "non-zero values, or one outweighs the rest): the total is then a floor.");
+  auto warmup = Gauge("seqpoint_run_warmup_iterations",
+                      "Iterations of the run's warm-up, found from every iteration's time.");
+  auto strata = Gauge("seqpoint_run_time_strata",
+                      "Time strata of the run (warm-up, doubling windows, changes of cost), "
+                      "each projected from its own measurements.");
+  auto changes = Counter("seqpoint_run_cost_changes_total",
+                         "Changes of iteration cost found by the drift detector (Page-Hinkley on "
+                         "every iteration's time), by direction.");
   auto actual = Gauge("seqpoint_run_actual",
                       "Total of a cheap metric measured on every iteration: iteration time "
                       "(probe timestamps), and energy where a source is present (the node's "
@@ -76,6 +92,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       high.Add(l, p.high * b.scale);
       if (std::isfinite(p.actual)) actual.Add(l, p.actual * b.scale);
       perturbed.Add({{"run", run}, {"metric", b.name}}, p.perturbed ? 1 : 0);
+      bounded.Add({{"run", run}, {"metric", b.name}}, p.bounded ? 1 : 0);
+      if (std::isfinite(p.steady_total)) steady.Add(l, p.steady_total * b.scale);
     }
     for (const SelfCheck& c : tracker->self_checks()) {
       if (!c.valid) continue;
@@ -106,6 +124,13 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       energy_unattr.Add({{"run", run}, {"reason", "uncovered"}},
                         static_cast<double>(tracker->energy_uncovered()));
     }
+    const selector::TimeStrata& ts = tracker->strata();
+    warmup.Add({{"run", run}}, static_cast<double>(ts.warmup_end()));
+    strata.Add({{"run", run}}, static_cast<double>(ts.Strata().size()));
+    double up = 0, down = 0;
+    for (const selector::TimeChange& c : ts.changes()) (c.direction > 0 ? up : down) += 1;
+    changes.Add({{"run", run}, {"direction", "slower"}}, up);
+    changes.Add({{"run", run}, {"direction", "faster"}}, down);
     iters.Add({{"run", run}}, static_cast<double>(s.run.iterations));
     measured.Add({{"run", run}}, static_cast<double>(tracker->measured_iterations()));
     unobserved.Add({{"run", run}}, static_cast<double>(s.run.unobserved));
@@ -114,10 +139,11 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                                                                        options.budget)));
     bins.Add({{"run", run}}, tracker->selector_bins());
   }
-  std::vector<MetricFamily> out = {info,  proj,     low,      high,   actual,  error,   within,
-                                   iters, measured, oe_ratio, oe_low, oe_high, oe_flag, perturbed};
+  std::vector<MetricFamily> out = {info,     proj,    low,     high,    steady,   bounded,
+                                   actual,   error,   within,  iters,   measured, oe_ratio,
+                                   oe_low,   oe_high, oe_flag, perturbed};
   if (for_upload) return out;
-  for (auto* f : {&unobserved, &points, &allowed, &bins, &excess, &oe_pairs, &dropped,
+  for (auto* f : {&warmup, &strata, &changes, &unobserved, &points, &allowed, &bins, &excess, &oe_pairs, &dropped,
                   &energy_iters, &energy_unattr}) {
     out.push_back(std::move(*f));
   }

@@ -40,7 +40,12 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
   for (const IterationLogEntry& e : log) {
     selector::Decision d;
     const uint32_t n = std::max<uint32_t>(1, e.repeat);
-    for (uint32_t i = 0; i < n; ++i) t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n, &d);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t ordinal = t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n, &d);
+      // The time strata (warm-up, changes) come back with the times; an aggregated entry
+      // gives each of its iterations the mean.
+      if (e.time_ns > 0) t.selector_.OnTime(ordinal, e.seq_len, e.batch, e.time_ns / n);
+    }
   }
   t.new_log_.clear();
   t.tail_log_.clear();
@@ -68,19 +73,25 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
 }
 
 uint64_t RunTracker::Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
-                          selector::Decision* decision) {
+                          selector::Decision* decision, LogRef* log) {
   const uint64_t ordinal = next_ordinal_++;
   // Spent before this iteration: then it cannot be a sample, and its order no longer matters.
   const bool spent = options_.budget_count > 0 && options_.budget_fraction <= 0 &&
                      selector_.measured() >= options_.budget_count;
   *decision = selector_.OnIteration(ordinal, seq_len, batch, tokens);
   if (decision->measure) sample_ids_[ordinal] = {pid, iter};
+  LogRef ref;
+  ref.generation = log_generation_;
   if (spent) {
     IterationLogEntry& e = tail_log_[{pid, seq_len, batch}];
-    e = {pid, seq_len, iter, batch, e.repeat + 1, e.tokens + tokens};
+    e = {pid, seq_len, iter, batch, e.repeat + 1, e.tokens + tokens, e.time_ns};
+    ref.tail = true;
+    ref.key = {pid, seq_len, batch};
   } else {
-    new_log_.push_back({pid, seq_len, iter, batch, 1, tokens});
+    ref.index = new_log_.size();
+    new_log_.push_back({pid, seq_len, iter, batch, 1, tokens, 0});
   }
+  if (log != nullptr) *log = ref;
   auto [it, first] = last_iter_.try_emplace(pid, iter);
   if (first) {
     record_.unobserved += iter;  // attached after the process began: 0..iter-1 were missed
@@ -102,11 +113,12 @@ selector::Decision RunTracker::Decide(pid_t pid, uint64_t iter, uint32_t seq_len
   auto key = std::make_pair(pid, iter);
   if (auto it = pending_.find(key); it != pending_.end()) return it->second.decision;
   selector::Decision d;
-  uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, &d);
+  LogRef ref;
+  uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, &d, &ref);
   const bool control =
       d.measure && IsControlVisit(visits_[pid]++, control_every_,
                                   static_cast<uint64_t>(pid) * 1000003u + record_.id);
-  pending_[key] = {ordinal, d, control};
+  pending_[key] = {ordinal, d, control, ref};
   return d;
 }
 
@@ -125,7 +137,7 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     p = it->second;
     pending_.erase(it);
   } else {
-    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, &p.decision);
+    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, &p.decision, &p.log);
     // Chosen without a begin hook: no collector ran, whatever the draw says.
     if (p.decision.measure) {
       p.control = IsControlVisit(visits_[pid]++, control_every_,
@@ -143,6 +155,9 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     ++timed_iterations_;
     actual_time_ns_ += time_ns;
     AddCost(seq_len, "time_ns", time_ns, now);
+    // Every iteration's time: the warm-up, the windows and the changes of cost (time strata).
+    selector_.OnTime(p.ordinal, seq_len, batch, time_ns);
+    LogTime(p.log, time_ns);
   }
   if (has_energy) {
     bin.energy_uj_sum += energy;
@@ -233,7 +248,20 @@ size_t RunTracker::MemoryBytes() const {
 std::vector<Measurement> RunTracker::TakeNewMeasurements() {
   return std::exchange(new_measurements_, {});
 }
+void RunTracker::LogTime(const LogRef& log, double time_ns) {
+  if (log.tail) {
+    // The aggregated entry is the same key until taken; a lost time only thins the replay.
+    if (auto it = tail_log_.find(log.key); it != tail_log_.end()) it->second.time_ns += time_ns;
+    return;
+  }
+  // An entry taken by a flush since (the iteration was in flight) keeps no time.
+  if (log.generation == log_generation_ && log.index < new_log_.size()) {
+    new_log_[log.index].time_ns = time_ns;
+  }
+}
+
 std::vector<IterationLogEntry> RunTracker::TakeNewLog() {
+  ++log_generation_;
   std::vector<IterationLogEntry> out = std::exchange(new_log_, {});
   for (auto& [key, e] : tail_log_) out.push_back(e);  // after every ordered entry
   tail_log_.clear();
@@ -252,6 +280,7 @@ void RunTracker::ReturnUnsaved(std::vector<Measurement> measurements,
   new_measurements_ = std::move(measurements);
   log.insert(log.end(), new_log_.begin(), new_log_.end());
   new_log_ = std::move(log);
+  ++log_generation_;
   for (BinCostRow& c : costs) {
     BinCostRow& row = cost_deltas_[{c.day, c.bin_lo, c.metric}];
     if (row.n == 0) {

@@ -34,6 +34,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,7 @@ class RunTracker {
   uint64_t measured_iterations() const { return measured_.size(); }
   uint64_t selector_allowed() const { return selector_.allowed(); }
   uint32_t selector_bins() const { return selector_.bins(); }
+  const selector::TimeStrata& strata() const { return selector_.strata(); }
   size_t MemoryBytes() const;
 
   // Whether anything waits to be written (else a flush skips the run).
@@ -153,10 +155,18 @@ class RunTracker {
   RunTracker(RunRecord record, selector::OnlineSelector selector,
              const selector::OnlineOptions& options)
       : record_(std::move(record)), selector_(std::move(selector)), options_(options) {}
+  // Where Feed logged an iteration, so that Complete can add its time (time strata replay).
+  struct LogRef {
+    bool tail = false;
+    size_t index = 0;  // into new_log_ (when !tail)
+    std::tuple<pid_t, uint32_t, uint32_t> key{};  // into tail_log_ (when tail)
+    uint64_t generation = 0;
+  };
   struct Pending {
     uint64_t ordinal;
     selector::Decision decision;
     bool control = false;
+    LogRef log{};
   };
   struct MeasuredIteration {
     int32_t pid;
@@ -165,13 +175,16 @@ class RunTracker {
     std::vector<collectors::Sample> values;
   };
   uint64_t Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
-                selector::Decision* decision);
+                selector::Decision* decision, LogRef* log = nullptr);
+  void LogTime(const LogRef& log, double time_ns);
   void AddCost(uint32_t seq_len, const std::string& metric, double value, int64_t now_ns);
   void AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v);
   void Recompute(int64_t now_ns);
   // The projection of `metric`; for time and energy, corrected for the observer effect.
   std::optional<Projection> ProjectOne(const selector::Selection& sel, const std::string& metric,
                                        const std::string& unit);
+  std::optional<Projection> ProjectUnstratified(const selector::Selection& sel,
+                                                const std::string& metric, const std::string& unit);
   void CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations);
 
   RunRecord record_;
@@ -200,6 +213,7 @@ class RunTracker {
   bool observer_warned_ = false;
   std::vector<Measurement> new_measurements_;
   std::vector<IterationLogEntry> new_log_;
+  uint64_t log_generation_ = 0;  // bumped when new_log_ is taken or reordered
   std::map<std::tuple<pid_t, uint32_t, uint32_t>, IterationLogEntry> tail_log_;  // aggregated
   std::map<std::tuple<int64_t, uint32_t, std::string>, BinCostRow> cost_deltas_;
   // Cached projection.

@@ -7,6 +7,7 @@
 
 #include "agent/runs/run_tracker.h"
 #include "selector/projection.h"
+#include "selector/stratified_projection.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -125,52 +126,94 @@ void RunTracker::Recompute(int64_t now_ns) {
 std::optional<Projection> RunTracker::ProjectOne(const selector::Selection& sel,
                                                  const std::string& metric,
                                                  const std::string& unit) {
+  // Estimated by time strata (selector/stratified_projection.h): a cheap metric from the
+  // measured iterations alone against the cost proxy (the self-check of the SeqPoints), a
+  // collector metric against every iteration's time (counter ~ rate x time).
   // A perturbed value of a cheap metric is divided by its slowdown: by the ratio for the
   // total, by the ratio's interval ends for the interval's (the correction's own uncertainty
   // widens it). Collector metrics cannot be corrected: their projection is marked perturbed.
   enum Pass { kTotal = 0, kLow = 1, kHigh = 2 };
-  selector::MetricProjection pass[3];
+  selector::StratifiedProjection pass[3];
   bool perturbed = false;
   const int passes = Cheap(metric) && observer_.flagged ? 3 : 1;
+  const auto aux = Cheap(metric) ? selector::Auxiliary::kCost : selector::Auxiliary::kTime;
   for (int k = 0; k < passes; ++k) {
-    std::vector<std::vector<selector::Observation>> obs(sel.points.size());
-    for (size_t p = 0; p < sel.points.size(); ++p) {
-      for (uint64_t ordinal : sel.points[p].iters) {
-        auto it = measured_.find(ordinal);
-        if (it == measured_.end()) continue;
-        const MeasuredIteration& mi = it->second;
-        std::optional<double> value;
-        std::vector<std::string> groups;
-        bool control = false;
-        for (const collectors::Sample& v : mi.values) {
-          if (v.name == metric) value = v.value;
-          if (v.name == "observer:control") control = true;
-          if (v.name.rfind("group:", 0) == 0) {
-            groups.push_back(GroupKey(v.name.substr(6), static_cast<uint64_t>(v.value)));
-          }
+    std::vector<selector::StrataSample> samples;
+    for (const auto& [ordinal, mi] : measured_) {
+      std::optional<double> value;
+      double time = 0;
+      std::vector<std::string> groups;
+      bool control = false;
+      for (const collectors::Sample& v : mi.values) {
+        if (v.name == metric) value = v.value;
+        if (v.name == "time_ns") time = v.value;
+        if (v.name == "observer:control") control = true;
+        if (v.name.rfind("group:", 0) == 0) {
+          groups.push_back(GroupKey(v.name.substr(6), static_cast<uint64_t>(v.value)));
         }
-        if (!value || !std::isfinite(*value)) continue;
-        const ObserverEstimate* slow = control ? nullptr : observer_.SlowdownOf(groups);
-        if (slow != nullptr && Cheap(metric)) {
-          *value /= k == kTotal ? slow->ratio : k == kLow ? slow->high : slow->low;
-        } else if (slow != nullptr) {
-          perturbed = true;
-        }
-        obs[p].push_back({selector::CostProxy(mi.seq_len, mi.batch), *value});
       }
+      if (!value || !std::isfinite(*value)) continue;
+      const ObserverEstimate* slow = control ? nullptr : observer_.SlowdownOf(groups);
+      if (slow != nullptr && Cheap(metric)) {
+        *value /= k == kTotal ? slow->ratio : k == kLow ? slow->high : slow->low;
+      } else if (slow != nullptr) {
+        perturbed = true;
+      }
+      samples.push_back({ordinal, mi.seq_len, selector::CostProxy(mi.seq_len, mi.batch), time,
+                         *value});
     }
-    auto proj = selector::ProjectMetric(sel, obs);
-    if (!proj.ok() || proj->samples == 0) return std::nullopt;
+    auto proj = selector::ProjectStratified(selector_.strata(), sel, samples, aux);
+    if (!proj.ok()) {
+      // No time strata yet (no iteration timed): the SeqPoint projection without them.
+      if (k > 0 || selector_.strata().observed() > 0) return std::nullopt;
+      return ProjectUnstratified(sel, metric, unit);
+    }
     pass[k] = *proj;
   }
+  // Strata hold the timed iterations; the projection is of all observed ones.
+  double scale = 1;
+  if (timed_iterations_ > 0 && sel.iterations > 0) {
+    scale = static_cast<double>(sel.iterations) / static_cast<double>(timed_iterations_);
+  }
+  const selector::StratifiedProjection& t = pass[kTotal];
+  const selector::StratifiedProjection& lo = pass[passes == 3 ? kLow : kTotal];
+  const selector::StratifiedProjection& hi = pass[passes == 3 ? kHigh : kTotal];
   Projection out{metric,
                  unit,
-                 pass[kTotal].total,
-                 pass[passes == 3 ? kLow : kTotal].low,
-                 pass[passes == 3 ? kHigh : kTotal].high,
+                 t.whole.total * scale,
+                 lo.whole.low * scale,
+                 hi.whole.high * scale,
                  std::numeric_limits<double>::quiet_NaN(),
-                 pass[kTotal].samples,
+                 t.whole.samples,
                  perturbed};
+  out.steady_total = t.steady.total * scale;
+  out.steady_low = lo.steady.low * scale;
+  out.steady_high = hi.steady.high * scale;
+  out.bounded = t.bounded;
+  return out;
+}
+
+// Before any iteration is timed (probes without begin timestamps): the SeqPoint projection of
+// selector/projection.h, against the cost proxy, with no strata.
+std::optional<Projection> RunTracker::ProjectUnstratified(const selector::Selection& sel,
+                                                          const std::string& metric,
+                                                          const std::string& unit) {
+  std::vector<std::vector<selector::Observation>> obs(sel.points.size());
+  for (size_t p = 0; p < sel.points.size(); ++p) {
+    for (uint64_t ordinal : sel.points[p].iters) {
+      auto it = measured_.find(ordinal);
+      if (it == measured_.end()) continue;
+      for (const collectors::Sample& v : it->second.values) {
+        if (v.name == metric && std::isfinite(v.value)) {
+          obs[p].push_back({selector::CostProxy(it->second.seq_len, it->second.batch), v.value});
+        }
+      }
+    }
+  }
+  auto proj = selector::ProjectMetric(sel, obs);
+  if (!proj.ok() || proj->samples == 0) return std::nullopt;
+  Projection out{metric, unit, proj->total, std::max(0.0, proj->low), proj->high,
+                 std::numeric_limits<double>::quiet_NaN(), proj->samples, false};
   return out;
 }
 

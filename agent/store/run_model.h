@@ -76,6 +76,13 @@ struct Projection {
   // Fed by measured iterations that the run's observer-effect check found slowed by the
   // measurement (observer_effect.h): the values may be inflated too.
   bool perturbed = false;
+  // The same over the iterations after the warm-up (NaN: not known, e.g. a stored v2 run).
+  double steady_total = std::numeric_limits<double>::quiet_NaN();
+  double steady_low = std::numeric_limits<double>::quiet_NaN();
+  double steady_high = std::numeric_limits<double>::quiet_NaN();
+  // False when the measured samples cannot bound the metric (too few events, or one sample
+  // outweighs the rest): `high` is then +inf and the total a floor, not an estimate.
+  bool bounded = true;
 };
 
 // One iteration as the selector was fed it, in order: replaying these rebuilds the selector's
@@ -91,8 +98,21 @@ struct IterationLogEntry {
   uint32_t batch = 0;
   uint32_t repeat = 0;  // 0 or 1: one iteration; n > 1: n iterations, tokens summed
   double tokens = 0;
+  // Its time (summed when aggregated); 0: not known when the entry was saved (in flight at a
+  // flush, or no begin timestamp). Replayed into the time strata after a restart.
+  double time_ns = 0;
 };
-static_assert(sizeof(IterationLogEntry) == 32, "iteration log record layout is on disk");
+static_assert(sizeof(IterationLogEntry) == 40, "iteration log record layout is on disk");
+// The layout before time_ns (schema v2 and older): read, never written.
+struct IterationLogEntryV2 {
+  int32_t pid = 0;
+  uint32_t seq_len = 0;
+  uint64_t iter = 0;
+  uint32_t batch = 0;
+  uint32_t repeat = 0;
+  double tokens = 0;
+};
+static_assert(sizeof(IterationLogEntryV2) == 32, "iteration log record layout is on disk");
 
 struct RunSnapshot {
   RunRecord run;

@@ -63,6 +63,15 @@ ALTER TABLE histogram ADD COLUMN energy_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE projections ADD COLUMN perturbed INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v3: online projections by time strata: the steady-state total (after the warm-up) and whether
+// the samples bound the metric at all.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE projections ADD COLUMN steady_total REAL;
+ALTER TABLE projections ADD COLUMN steady_low REAL;
+ALTER TABLE projections ADD COLUMN steady_high REAL;
+ALTER TABLE projections ADD COLUMN bounded INTEGER NOT NULL DEFAULT 1;
+)sql";
+
 std::string JoinInts(const auto& values) {
   std::string out;
   for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -150,6 +159,7 @@ Status Store::Migrate() {
   SEQPOINT_RETURN_IF_ERROR(tx.Begin());
   if (version < 1) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
   if (version < 2) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
+  if (version < 3) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV3));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
   return tx.Commit();
@@ -201,12 +211,15 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
   }
   auto proj = db_->Prepare(
       "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
-      "measured, updated_ns, perturbed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "measured, updated_ns, perturbed, steady_total, steady_low, steady_high, bounded) "
+      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!proj.ok()) return proj.status();
   for (const Projection& p : snap.projections) {
     (*proj)->Bind(1, r.id).Bind(2, p.metric).Bind(3, p.unit).Bind(4, p.total).Bind(5, p.low);
     (*proj)->Bind(6, p.high).Bind(7, p.actual).Bind(8, int64_t(p.measured));
     (*proj)->Bind(9, r.updated_unix_ns).Bind(10, int64_t(p.perturbed ? 1 : 0));
+    (*proj)->Bind(11, p.steady_total).Bind(12, p.steady_low).Bind(13, p.steady_high);
+    (*proj)->Bind(14, int64_t(p.bounded ? 1 : 0));
     SEQPOINT_RETURN_IF_ERROR((*proj)->Run());
   }
   auto meas = db_->Prepare("INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -295,7 +308,8 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     snap.seqpoints.push_back(std::move(sp));
   }
   auto j = db_->Prepare(
-      "SELECT metric, unit, total, low, high, actual, measured, perturbed FROM projections "
+      "SELECT metric, unit, total, low, high, actual, measured, perturbed, steady_total, "
+      "steady_low, steady_high, bounded FROM projections "
       "WHERE run_id=? ORDER BY metric");
   if (!j.ok()) return j.status();
   (*j)->Bind(1, id);
@@ -303,9 +317,14 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     auto more = (*j)->Step();
     if (!more.ok()) return more.status();
     if (!*more) break;
-    snap.projections.push_back({(*j)->Text(0), (*j)->Text(1), (*j)->Double(2), (*j)->Double(3),
-                                (*j)->Double(4), (*j)->Double(5),
-                                static_cast<uint64_t>((*j)->Int(6)), (*j)->Int(7) != 0});
+    Projection p{(*j)->Text(0), (*j)->Text(1), (*j)->Double(2), (*j)->Double(3),
+                 (*j)->Double(4), (*j)->Double(5), static_cast<uint64_t>((*j)->Int(6)),
+                 (*j)->Int(7) != 0};
+    p.steady_total = (*j)->Double(8);
+    p.steady_low = (*j)->Double(9);
+    p.steady_high = (*j)->Double(10);
+    p.bounded = (*j)->Int(11) != 0;
+    snap.projections.push_back(std::move(p));
   }
   return snap;
 }
@@ -336,7 +355,7 @@ Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {
 }
 
 Result<std::vector<IterationLogEntry>> Store::LoadIterationLog(int64_t run_id) {
-  auto s = db_->Prepare("SELECT data FROM iteration_log WHERE run_id=? ORDER BY chunk");
+  auto s = db_->Prepare("SELECT data, entries FROM iteration_log WHERE run_id=? ORDER BY chunk");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
   std::vector<IterationLogEntry> out;
@@ -345,6 +364,16 @@ Result<std::vector<IterationLogEntry>> Store::LoadIterationLog(int64_t run_id) {
     if (!more.ok()) return more.status();
     if (!*more) break;
     std::string blob = (*s)->Blob(0);
+    const auto entries = static_cast<size_t>((*s)->Int(1));
+    if (entries > 0 && blob.size() == entries * sizeof(IterationLogEntryV2)) {
+      // A chunk written before iteration times were logged.
+      for (size_t i = 0; i < entries; ++i) {
+        IterationLogEntryV2 e;
+        std::memcpy(&e, blob.data() + i * sizeof e, sizeof e);
+        out.push_back({e.pid, e.seq_len, e.iter, e.batch, e.repeat, e.tokens, 0});
+      }
+      continue;
+    }
     size_t n = blob.size() / sizeof(IterationLogEntry);
     size_t at = out.size();
     out.resize(at + n);

@@ -22,7 +22,7 @@
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 2;  // 2: energy sums, perturbed projections
+inline constexpr int kStoreSchemaVersion = 3;  // 2: energy sums, perturbed; 3: steady state, bounded
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {

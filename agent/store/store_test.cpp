@@ -141,7 +141,11 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
     for (const char* sql :
          {"ALTER TABLE histogram DROP COLUMN energy_uj_sum",
           "ALTER TABLE histogram DROP COLUMN energy_count",
-          "ALTER TABLE projections DROP COLUMN perturbed", "PRAGMA user_version = 1"}) {
+          "ALTER TABLE projections DROP COLUMN perturbed",
+          "ALTER TABLE projections DROP COLUMN steady_total",
+          "ALTER TABLE projections DROP COLUMN steady_low",
+          "ALTER TABLE projections DROP COLUMN steady_high",
+          "ALTER TABLE projections DROP COLUMN bounded", "PRAGMA user_version = 1"}) {
       REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
     }
     REQUIRE(

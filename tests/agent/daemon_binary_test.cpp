@@ -49,7 +49,8 @@ TEST_CASE("agent seqpointd: --check-config accepts a good file and names the key
   CHECK(RunToExit("--help").first == 0);
   auto [defaults, text] = RunToExit("--print-default-config");
   CHECK(defaults == 0);
-  CHECK(text.find("# budget = 64") != std::string::npos);
+  CHECK(text.find("# budget = 4096") != std::string::npos);
+  CHECK(text.find("# budget_per_doubling = 16") != std::string::npos);
 }
 
 TEST_CASE("agent seqpointd: SIGTERM flushes state and exits 0, the run stays active to resume") {

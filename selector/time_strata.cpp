@@ -1,0 +1,262 @@
+#include "selector/time_strata.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace seqpoint::selector {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+uint32_t Octave(uint32_t seq_len) {
+  uint32_t k = 0;
+  while (k < 31 && (seq_len >> (k + 1)) != 0) ++k;
+  return k;
+}
+
+}  // namespace
+
+std::string_view StratumKindName(StratumKind kind) {
+  switch (kind) {
+    case StratumKind::kWarmup:
+      return "warmup";
+    case StratumKind::kSteady:
+      return "steady";
+    case StratumKind::kWindow:
+      return "window";
+    case StratumKind::kChange:
+      return "change";
+  }
+  return "steady";
+}
+
+TimeStrata::Model TimeStrata::FitModel(const std::vector<Raw>& sorted, size_t from) {
+  Model m;
+  double n = 0, sc = 0, st = 0, scc = 0, sct = 0;
+  for (size_t i = from; i < sorted.size(); ++i) {
+    const Raw& r = sorted[i];
+    if (!(r.time > 0)) continue;
+    n += 1;
+    sc += r.cost;
+    st += r.time;
+    scc += r.cost * r.cost;
+    sct += r.cost * r.time;
+  }
+  if (n < 1) return m;
+  const double var = scc - sc * sc / n;
+  m.b = var > 1e-12 * std::max(1.0, scc) ? (sct - sc * st / n) / var : 0;
+  m.a = (st - m.b * sc) / n;
+  // A fit that predicts no time for some iteration (noise over a narrow SL range) is no model:
+  // fall back to time proportional to cost, or to the mean time.
+  double lo_cost = INFINITY;
+  for (size_t i = from; i < sorted.size(); ++i) lo_cost = std::min(lo_cost, sorted[i].cost);
+  if (m.b < 0 || m.At(lo_cost) <= 0) {
+    m.a = sc > 0 ? 0 : st / n;
+    m.b = sc > 0 ? st / sc : 0;
+  }
+  std::vector<double> dev;
+  for (size_t i = from; i < sorted.size(); ++i) {
+    const double want = m.At(sorted[i].cost);
+    if (sorted[i].time > 0 && want > 0) dev.push_back(std::log(sorted[i].time / want));
+  }
+  const double med = Median(dev);
+  for (double& d : dev) d = std::fabs(d - med);
+  // MAD as a standard deviation; never below 2%, so a very quiet run does not alarm on noise
+  // the clock itself adds.
+  m.sigma = std::max(0.02, 1.4826 * Median(dev));
+  return m;
+}
+
+uint64_t TimeStrata::FindWarmup(const std::vector<Raw>& sorted) const {
+  const size_t n = sorted.size();
+  const size_t w = std::max<uint32_t>(2, o_.warmup_window);
+  if (n < 4 * w) return 0;
+  const Model m = FitModel(sorted, n / 2);
+  size_t high = 0, end = 0;
+  for (size_t j = 0; (j + 1) * w <= n / 2; ++j) {
+    std::vector<double> r;
+    for (size_t i = j * w; i < (j + 1) * w; ++i) {
+      const double want = m.At(sorted[i].cost);
+      if (want > 0 && sorted[i].time > 0) r.push_back(sorted[i].time / want);
+    }
+    if (r.empty() || Median(r) <= 1 + o_.warmup_excess) continue;
+    ++high;
+    if (2 * high >= j + 1) end = (j + 1) * w;
+  }
+  return end == 0 ? 0 : sorted[end - 1].ordinal + 1;
+}
+
+std::vector<uint64_t> TimeStrata::Boundaries(uint64_t warmup, uint64_t upto) const {
+  std::vector<uint64_t> b = {0};
+  if (warmup > 0) b.push_back(warmup);
+  if (o_.first_window > 0) {
+    for (uint64_t x = o_.first_window; x <= upto && x > 0; x *= 2) {
+      if (x > warmup) b.push_back(x);
+      if (x > UINT64_MAX / 2) break;
+    }
+  }
+  b.insert(b.end(), changes_at_.begin(), changes_at_.end());
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+void TimeStrata::Observe(uint64_t ordinal, uint32_t seq_len, double cost, double time) {
+  if (!std::isfinite(time) || time < 0 || !std::isfinite(cost)) return;
+  ++observed_;
+  max_ordinal_ = std::max(max_ordinal_, ordinal);
+  const Raw r{ordinal, seq_len, cost, time};
+  if (!settled_) {
+    early_.push_back(r);
+    const uint64_t n = early_.size();
+    if (n >= o_.warmup_horizon) {
+      Settle();
+    } else if (n >= 256 && (n & (n - 1)) == 0) {
+      std::vector<Raw> sorted = early_;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
+      if (n >= 4 * FindWarmup(sorted) + 64) Settle();
+    }
+    return;
+  }
+  ExtendBounds();
+  if (o_.detect_changes && ordinal >= warmup_) Detect(r);
+  Track(r);
+}
+
+void TimeStrata::ExtendBounds() {
+  while (next_window_ > 0 && next_window_ <= max_ordinal_) {
+    if (next_window_ > warmup_ && bounds_.back() < next_window_) bounds_.push_back(next_window_);
+    next_window_ = next_window_ > UINT64_MAX / 2 ? 0 : next_window_ * 2;
+  }
+}
+
+void TimeStrata::Track(const Raw& r) {
+  StrataCell& c = cells_[{StratumOf(r.ordinal), r.seq_len}];
+  ++c.n;
+  c.time += r.time;
+  c.cost += r.cost;
+}
+
+void TimeStrata::Detect(const Raw& r) {
+  const double want = model_.At(r.cost);
+  if (!(want > 0) || !(r.time > 0)) return;
+  const double x = std::log(r.time / want);
+  auto feed = [&](uint32_t key, PageHinkley& det) {
+    const double before = det.reference();
+    const int alarm = det.Add(x, model_.sigma);
+    if (auto p = pending_ratio_.find(key); p != pending_ratio_.end() && !det.learning()) {
+      changes_[p->second].ratio = std::exp(det.reference() - old_level_[key]);
+      pending_ratio_.erase(p);
+    }
+    if (alarm == 0) return false;
+    TimeChange c;
+    c.ordinal = std::max(r.ordinal, max_ordinal_) + 1;
+    c.direction = alarm;
+    if (key > 0) {
+      c.sl_lo = 1u << (key - 1);
+      c.sl_hi = key - 1 >= 31 ? UINT32_MAX : (1u << key) - 1;
+    }
+    if (changes_.size() < o_.max_changes) {
+      changes_at_.push_back(c.ordinal);
+      if (settled_ && !bounds_.empty() && bounds_.back() < c.ordinal) bounds_.push_back(c.ordinal);
+      old_level_[key] = before;
+      pending_ratio_[key] = changes_.size();
+      changes_.push_back(c);
+    }
+    return true;
+  };
+  if (feed(0, all_)) {
+    by_octave_.clear();  // every octave saw the same change: do not report it once per octave
+    return;
+  }
+  const uint32_t key = Octave(r.seq_len) + 1;
+  auto it = by_octave_.try_emplace(key, o_.change).first;
+  feed(key, it->second);
+}
+
+void TimeStrata::Settle() {
+  std::sort(early_.begin(), early_.end(),
+            [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
+  warmup_ = FindWarmup(early_);
+  size_t from = 0;
+  while (from < early_.size() && early_[from].ordinal < warmup_) ++from;
+  model_ = FitModel(early_, from < early_.size() ? from : 0);
+  all_ = PageHinkley(o_.change);
+  settled_ = true;
+  // Changes first, then cells: a change found while replaying must not renumber strata that
+  // cells were already filed under.
+  const uint64_t live_max = max_ordinal_;
+  if (o_.detect_changes) {
+    for (size_t i = from; i < early_.size(); ++i) {
+      max_ordinal_ = early_[i].ordinal;
+      Detect(early_[i]);
+    }
+  }
+  max_ordinal_ = live_max;
+  bounds_ = Boundaries(warmup_, max_ordinal_);
+  next_window_ = o_.first_window;
+  while (next_window_ > 0 && next_window_ <= max_ordinal_) {
+    next_window_ = next_window_ > UINT64_MAX / 2 ? 0 : next_window_ * 2;
+  }
+  for (const Raw& r : early_) Track(r);
+  early_.clear();
+  early_.shrink_to_fit();
+}
+
+uint64_t TimeStrata::warmup_end() const {
+  if (settled_) return warmup_;
+  std::vector<Raw> sorted = early_;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
+  return FindWarmup(sorted);
+}
+
+std::vector<Stratum> TimeStrata::Strata() const {
+  const uint64_t w = warmup_end();
+  std::vector<Stratum> out;
+  for (uint64_t b : settled_ ? bounds_ : Boundaries(w, max_ordinal_)) {
+    Stratum s{b, StratumKind::kWindow};
+    if (b == 0) s.kind = w > 0 ? StratumKind::kWarmup : StratumKind::kSteady;
+    else if (b == w) s.kind = StratumKind::kSteady;
+    else if (std::binary_search(changes_at_.begin(), changes_at_.end(), b)) s.kind = StratumKind::kChange;
+    out.push_back(s);
+  }
+  return out;
+}
+
+uint32_t TimeStrata::StratumOf(uint64_t ordinal) const {
+  if (settled_) {
+    auto it = std::upper_bound(bounds_.begin(), bounds_.end(), ordinal);
+    return static_cast<uint32_t>(it - bounds_.begin() - 1);
+  }
+  const std::vector<uint64_t> b = Boundaries(warmup_end(), max_ordinal_);
+  auto it = std::upper_bound(b.begin(), b.end(), ordinal);
+  return static_cast<uint32_t>(it - b.begin() - 1);
+}
+
+StrataCells TimeStrata::Cells() const {
+  if (settled_) return cells_;
+  StrataCells out;
+  const std::vector<uint64_t> b = Boundaries(warmup_end(), max_ordinal_);
+  for (const Raw& r : early_) {
+    const auto s = static_cast<uint32_t>(std::upper_bound(b.begin(), b.end(), r.ordinal) - b.begin() - 1);
+    StrataCell& c = out[{s, r.seq_len}];
+    ++c.n;
+    c.time += r.time;
+    c.cost += r.cost;
+  }
+  return out;
+}
+
+size_t TimeStrata::MemoryBytes() const {
+  return sizeof(*this) + early_.capacity() * sizeof(Raw) +
+         cells_.size() * (sizeof(StrataCell) + 48) + by_octave_.size() * 96 +
+         changes_.capacity() * sizeof(TimeChange) + changes_at_.capacity() * sizeof(uint64_t);
+}
+
+}  // namespace seqpoint::selector

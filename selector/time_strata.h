@@ -1,0 +1,122 @@
+// Time strata of a run, found from every iteration's time (which the agent has for free): the
+// warm-up, doubling windows of the run, and the changes of iteration cost that a drift
+// detector finds (docs/estimators.md). The projections estimate each stratum from its own
+// measurements, so a budget spent early never stands for a later, different, part of the run.
+//
+//  - Warm-up: iterations are normalized by a cost model fitted on the later half of the first
+//    iterations (time ~ a + b * cost proxy); the warm-up ends after the last window of
+//    `warmup_window` iterations whose median normalized time exceeds 1 + warmup_excess, among
+//    windows at least half of which do. It is settled once the run is 4x as long (or at
+//    warmup_horizon); until then strata are provisional and the first iterations are kept.
+//  - Windows: after the warm-up, a stratum starts at each first_window * 2^k, so every
+//    doubling of the run has its own measurements (with a paced budget, k per window).
+//  - Changes: Page-Hinkley (page_hinkley.h) on log(time / model) of every iteration after the
+//    warm-up, once over all iterations and once per SL octave [2^k, 2^(k+1)); an alarm starts
+//    a new stratum at the next iteration (at most max_changes strata are opened this way).
+//
+// Iterations are identified by ordinal (arrival order in the run); they may be observed out of
+// order. Memory: the first iterations until the warm-up is settled (<= warmup_horizon), then
+// one cell per (stratum, SL) seen. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "selector/page_hinkley.h"
+
+namespace seqpoint::selector {
+
+struct TimeStrataOptions {
+  // Strata also start at first_window * 2^k (0: not): each doubling of the run is estimated
+  // from its own measurements, so a drift too slow for the change detector still cannot make
+  // early samples stand for late iterations. It thins the samples per cell: the price of that
+  // protection, paid in interval width.
+  uint64_t first_window = 64;
+  uint64_t warmup_horizon = 2048;  // the warm-up is looked for in these first iterations
+  uint32_t warmup_window = 8;
+  double warmup_excess = 0.10;     // a window this much slower than steady state is warm-up
+  bool detect_changes = true;
+  PageHinkleyOptions change;
+  uint32_t max_changes = 64;
+};
+
+enum class StratumKind { kWarmup, kSteady, kWindow, kChange };
+std::string_view StratumKindName(StratumKind kind);
+
+struct Stratum {
+  uint64_t begin = 0;  // first ordinal
+  StratumKind kind = StratumKind::kSteady;
+};
+
+struct TimeChange {
+  uint64_t ordinal = 0;           // the first iteration of the new stratum
+  uint32_t sl_lo = 0, sl_hi = 0;  // the SL octave whose detector alarmed; 0, 0: all iterations
+  int direction = 0;              // +1 slower, -1 faster
+  double ratio = 0;               // new level / old level once learnt; 0 until then
+};
+
+struct StrataCell {
+  uint64_t n = 0;
+  double time = 0;  // summed iteration time
+  double cost = 0;  // summed cost proxy
+};
+// (stratum index, SL) -> sums.
+using StrataCells = std::map<std::pair<uint32_t, uint32_t>, StrataCell>;
+
+class TimeStrata {
+ public:
+  explicit TimeStrata(TimeStrataOptions o = {}) : o_(o) {}
+
+  void Observe(uint64_t ordinal, uint32_t seq_len, double cost, double time);
+
+  // Strata as of now, ascending by begin; the first is the warm-up when one was found.
+  std::vector<Stratum> Strata() const;
+  // Index into Strata() of the stratum holding `ordinal`.
+  uint32_t StratumOf(uint64_t ordinal) const;
+  StrataCells Cells() const;
+  uint64_t warmup_end() const;  // first ordinal after the warm-up (0: none found)
+  bool warmup_settled() const { return settled_; }
+  const std::vector<TimeChange>& changes() const { return changes_; }
+  uint64_t observed() const { return observed_; }
+  size_t MemoryBytes() const;
+
+ private:
+  struct Raw {
+    uint64_t ordinal;
+    uint32_t seq_len;
+    double cost, time;
+  };
+  struct Model {
+    double a = 0, b = 0, sigma = 0;
+    double At(double cost) const { return a + b * cost; }
+  };
+  std::vector<uint64_t> Boundaries(uint64_t warmup, uint64_t upto) const;
+  uint64_t FindWarmup(const std::vector<Raw>& sorted) const;
+  static Model FitModel(const std::vector<Raw>& sorted, size_t from);
+  void Settle();
+  void Track(const Raw& r);
+  void Detect(const Raw& r);
+  void ExtendBounds();
+
+  TimeStrataOptions o_;
+  uint64_t observed_ = 0;
+  bool settled_ = false;
+  std::vector<Raw> early_;  // until settled
+  uint64_t warmup_ = 0;
+  Model model_;
+  std::vector<uint64_t> changes_at_;  // ordinals that start a change stratum
+  std::vector<TimeChange> changes_;
+  uint64_t max_ordinal_ = 0;
+  StrataCells cells_;  // once settled
+  std::vector<uint64_t> bounds_;  // once settled: Boundaries(warmup_, max_ordinal_), kept current
+  uint64_t next_window_ = 0;
+  PageHinkley all_;
+  std::map<uint32_t, PageHinkley> by_octave_;
+  std::map<uint32_t, size_t> pending_ratio_;  // detector key (octave + 1, 0: all) -> change
+  std::map<uint32_t, double> old_level_;
+};
+
+}  // namespace seqpoint::selector
