@@ -37,28 +37,49 @@ for spec in $RUNS; do
   run="live-$$-$n"
   args=(--model "$model" --batching "$batching" --iterations "$iters" --seed "$n"
         --trace "$out/$run.csv")
-  [ "$slow" != 0 ] && args+=(--slowdown-at "$slow")
+  # The busy process is started here, not by the trainer: perf counters follow forks, so a
+  # child of the trainer would be counted as the trainer's CPU time.
+  [ "$slow" != 0 ] && args+=(--slowdown-at "$slow" --slowdown-file "$out/$run.slow")
   SEQPOINT_RUN_ID="$run" /usr/bin/python3 "$root/examples/train_torch.py" "${args[@]}" \
-    >"$out/$run.log" 2>&1 || { echo "online_live: trainer failed, see $out/$run.log" >&2; exit 1; }
+    >"$out/$run.log" 2>&1 &
+  trainer=$!
+  busy=""
+  while kill -0 "$trainer" 2>/dev/null; do
+    if [ -z "$busy" ] && [ -s "$out/$run.slow" ]; then
+      taskset -c "$(cat "$out/$run.slow")" python3 -c 'while True: pass' &
+      busy=$!
+    fi
+    # The live view, as an operator would read it, while the run is active.
+    # (A closed run is answered from the store, without its live time strata: keep the last
+    # active view.)
+    "$seqpoint" show "$run" --json >"$out/$run.live.json.tmp" 2>/dev/null &&
+      grep -q '"time_strata"' "$out/$run.live.json.tmp" &&
+      mv "$out/$run.live.json.tmp" "$out/$run.live.json"
+    sleep 0.5
+  done
+  [ -n "$busy" ] && kill "$busy" 2>/dev/null
+  wait "$trainer" || { echo "online_live: trainer failed, see $out/$run.log" >&2; exit 1; }
   sleep 2
   "$seqpoint" show "$run" --json >"$out/$run.show.json"
-  python3 - "$out/$run.show.json" "$out/$run.csv" "$model $batching${slow/#0/}" <<'PY'
-import csv, json, sys
+  python3 - "$out/$run.show.json" "$out/$run.csv" "$model $batching${slow/#0/}" "$out/$run.live.json" <<'PY'
+import csv, json, os, sys
 show = json.load(open(sys.argv[1]))
+# Strata are live state: the last view of the active run has them.
+live = json.load(open(sys.argv[4])) if os.path.exists(sys.argv[4]) else {}
 rows = list(csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#")))
 time = sum(float(r["time_ns"]) for r in rows)
 cpu = sum(float(r["cpu_ns"]) for r in rows)
 p = show["projections"]
 t = p["time_ns"]
 tc = p.get("perf:task-clock")
-st = show.get("time_strata", {})
+st = live.get("time_strata", {})
 measured = sum(len(x["iters"]) for x in show["seqpoints"])
 def err(proj, actual):
     return 100.0 * (proj - actual) / actual
 def cov(q, actual):
     hi = q["high"] if q["high"] is not None else float("inf")
     return "yes" if q["low"] <= actual <= hi else "no"
-label = sys.argv[3].replace("0.5", " slowdown@50%")
+label = sys.argv[3].replace(".5", ", slowdown from 50%")
 cells = [label, str(len(rows)), str(measured), str(st.get("warmup_end", "-")),
          str(len(st.get("changes", []))), "%+.2f%%" % err(t["total"], time), cov(t, time)]
 if tc:

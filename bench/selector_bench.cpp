@@ -13,6 +13,7 @@
 
 #include "selector/offline_selector.h"
 #include "selector/online_selector.h"
+#include "selector/stratified_projection.h"
 
 using namespace seqpoint::selector;
 using Clock = std::chrono::steady_clock;
@@ -62,6 +63,27 @@ void RunSize(size_t n) {
   Selection on_sel = online->Current();
   double on_finish = Seconds(t0);
 
+  // As seqpointd runs it: paced budget, every iteration's time fed to the time strata.
+  OnlineOptions po;
+  po.per_doubling = 16;
+  auto paced = OnlineSelector::Create(po);
+  std::vector<double> times(n);
+  for (size_t i = 0; i < n; ++i) times[i] = (2e5 + 1e3 * sl[i] * 64) * (1 + 0.03 * ((i * 7919) % 13) / 13.0);
+  t0 = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    paced->OnIteration(i, sl[i], 64, sl[i] * 50.0);
+    paced->OnTime(i, sl[i], 64, times[i]);
+  }
+  double paced_s = Seconds(t0);
+  t0 = Clock::now();
+  std::vector<StrataSample> samples;
+  for (const auto& smp : paced->samples()) {
+    samples.push_back({smp.iter, smp.seq_len, CostProxy(smp.seq_len, 64), times[smp.iter], times[smp.iter] * 0.7});
+  }
+  Selection paced_sel = paced->Current();
+  auto strat = ProjectStratified(paced->strata(), paced_sel, samples, Auxiliary::kTime);
+  double project_s = Seconds(t0);
+
   t0 = Clock::now();
   OfflineOptions off;
   off.budget = n / 200;
@@ -79,6 +101,13 @@ void RunSize(size_t n) {
               n / on / 1e6, on / base, static_cast<unsigned long long>(online->rebins()),
               on_sel.points.size(), static_cast<unsigned long long>(on_sel.measured()));
   std::printf("online Current()               %8.3f ms\n", on_finish * 1e3);
+  std::printf("paced + time strata ingest     %8.1f M events/s  (OnIteration + OnTime, %.2fx "
+              "baseline time), %zu measured, %zu strata, %zu changes, %.1f KiB\n",
+              n / paced_s / 1e6, paced_s / base, paced->samples().size(),
+              paced->strata().Strata().size(), paced->strata().changes().size(),
+              paced->MemoryBytes() / 1024.0);
+  std::printf("stratified projection          %8.3f ms (%s)\n", project_s * 1e3,
+              strat.ok() ? "ok" : strat.status().message().c_str());
   std::printf("offline plan + pick (pass 2)   %8.3f s, %zu points, %llu measured\n", offline,
               sel->points.size(), static_cast<unsigned long long>(sel->measured()));
   std::printf("selector memory: histogram %.1f KiB, online selector %.1f KiB (input SLs %.1f MiB "

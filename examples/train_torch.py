@@ -118,6 +118,11 @@ def parse_args(argv):
                    help="from iteration F*N on, run a busy-loop process pinned to the "
                         "trainer's CPU (a real slowdown: wall time grows, CPU time does not); "
                         "the trainer is pinned to one CPU for the whole run")
+    p.add_argument("--slowdown-file", default=None, metavar="FILE",
+                   help="with --slowdown-at: do not start the busy loop; write the trainer's "
+                        "CPU to FILE at that iteration, for a harness to start one there "
+                        "(a process that is not the trainer's child: counters that follow "
+                        "forks, like perf's, would count a child's CPU as the trainer's)")
     p.add_argument("--cpu", type=int, default=None,
                    help="with --slowdown-at: the CPU to pin to (default: the last CPU the "
                         "trainer may run on)")
@@ -394,7 +399,12 @@ def run(args):
                     raise UsageError("no full batch of %d pairs in %s; pass a smaller --batch"
                                      % (args.batch, args.corpus))
             if slow_from is not None and it == slow_from:
-                busy = start_busy_loop()
+                if args.slowdown_file:
+                    with open(args.slowdown_file + ".tmp", "w") as f:
+                        f.write("%d\n" % pinned)
+                    os.replace(args.slowdown_file + ".tmp", args.slowdown_file)
+                else:
+                    busy = start_busy_loop()
             # The padded batch is ready before the clock starts, as from a prefetching loader.
             src, tgt_in, tgt_out, seq_len, tokens = pad_batch(torch, pairs, epoch_batches.pop())
             if probe is not None:

@@ -4,6 +4,9 @@
 # under it, and prints the live SeqPoint projection of the run beside the totals measured on
 # every iteration. Usage: scripts/demo.sh [ITERATIONS]   (default 400)
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export SEQPOINT_BUILD="${SEQPOINT_BUILD:-$PWD/build}"

@@ -136,7 +136,7 @@ void TimeStrata::ExtendBounds() {
 }
 
 void TimeStrata::Track(const Raw& r) {
-  StrataCell& c = cells_[{StratumOf(r.ordinal), r.seq_len}];
+  StrataCell& c = cells_[static_cast<uint64_t>(StratumOf(r.ordinal)) << 32 | r.seq_len];
   ++c.n;
   c.time += r.time;
   c.cost += r.cost;
@@ -171,12 +171,13 @@ void TimeStrata::Detect(const Raw& r) {
     return true;
   };
   if (feed(0, all_)) {
-    by_octave_.clear();  // every octave saw the same change: do not report it once per octave
+    for (auto& d : by_octave_) d.reset();  // every octave saw the change: report it once
     return;
   }
   const uint32_t key = Octave(r.seq_len) + 1;
-  auto it = by_octave_.try_emplace(key, o_.change).first;
-  feed(key, it->second);
+  std::optional<PageHinkley>& det = by_octave_[std::min<size_t>(key - 1, by_octave_.size() - 1)];
+  if (!det) det.emplace(o_.change);
+  feed(key, *det);
 }
 
 void TimeStrata::Settle() {
@@ -240,7 +241,13 @@ uint32_t TimeStrata::StratumOf(uint64_t ordinal) const {
 }
 
 StrataCells TimeStrata::Cells() const {
-  if (settled_) return cells_;
+  if (settled_) {
+    StrataCells out;
+    for (const auto& [key, c] : cells_) {
+      out[{static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu)}] = c;
+    }
+    return out;
+  }
   StrataCells out;
   const std::vector<uint64_t> b = Boundaries(warmup_end(), max_ordinal_);
   for (const Raw& r : early_) {
@@ -255,7 +262,7 @@ StrataCells TimeStrata::Cells() const {
 
 size_t TimeStrata::MemoryBytes() const {
   return sizeof(*this) + early_.capacity() * sizeof(Raw) +
-         cells_.size() * (sizeof(StrataCell) + 48) + by_octave_.size() * 96 +
+         cells_.size() * (sizeof(StrataCell) + 32) +
          changes_.capacity() * sizeof(TimeChange) + changes_at_.capacity() * sizeof(uint64_t);
 }
 

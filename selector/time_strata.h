@@ -20,7 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <map>
+#include <optional>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,11 +113,11 @@ class TimeStrata {
   std::vector<uint64_t> changes_at_;  // ordinals that start a change stratum
   std::vector<TimeChange> changes_;
   uint64_t max_ordinal_ = 0;
-  StrataCells cells_;  // once settled
+  std::unordered_map<uint64_t, StrataCell> cells_;  // once settled; key stratum << 32 | SL
   std::vector<uint64_t> bounds_;  // once settled: Boundaries(warmup_, max_ordinal_), kept current
   uint64_t next_window_ = 0;
   PageHinkley all_;
-  std::map<uint32_t, PageHinkley> by_octave_;
+  std::array<std::optional<PageHinkley>, 33> by_octave_;  // SL octave k at [k]
   std::map<uint32_t, size_t> pending_ratio_;  // detector key (octave + 1, 0: all) -> change
   std::map<uint32_t, double> old_level_;
 };

@@ -273,10 +273,25 @@ Result<json> Daemon::ControlRuns(const ControlRequest& r) {
   if (r.all) {
     auto stored = store_->ListRuns(false, r.limit);
     if (!stored.ok()) return stored.status();
+    const double threshold = config_.run_observer_threshold_pct / 100;
     for (const RunRecord& rec : *stored) {
-      if (rec.state != RunState::kActive || !runs_->runs().count(rec.id)) {
-        list.push_back(RunJson(rec));
+      if (rec.state == RunState::kActive && runs_->runs().count(rec.id)) continue;
+      json run = RunJson(rec);
+      // What a finished run measured and its self-check, rebuilt from the store as `show` does.
+      auto snap = store_->LoadRun(rec.id);
+      auto m = store_->LoadMeasurements(rec.id);
+      if (snap.ok() && m.ok()) {
+        std::set<uint64_t> ordinals;
+        for (const Measurement& x : *m) ordinals.insert(x.ordinal);
+        run["measured"] = ordinals.size();
+        const ObserverEffect oe = StoredObserverEffect(*snap, *m, threshold);
+        run["self_check_error"] = nullptr;
+        for (const SelfCheck& c : StoredSelfChecks(*snap, *m, oe)) {
+          if (c.metric == "time_ns" && c.valid) run["self_check_error"] = c.error;
+        }
+        run["observer_effect_flagged"] = oe.flagged;
       }
+      list.push_back(run);
     }
   }
   return json{{"runs", list}};

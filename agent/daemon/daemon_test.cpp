@@ -65,6 +65,11 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
   }
   CHECK(measured <= 40);
   CHECK(measured >= 20);
+  // `runs --all` lists the closed run with what it measured and its self-check, as `show`.
+  CHECK(run["measured"].get<uint64_t>() == measured);
+  REQUIRE(run["self_check_error"].is_number());
+  CHECK(run["self_check_error"].get<double>() ==
+        doctest::Approx(s["self_check"]["error"].get<double>()).epsilon(1e-6));
   CHECK(weights == doctest::Approx(static_cast<double>(trace->rows())));
   // Every metric column is projected, and exactly as the selector library projects it from
   // the same iterations: the daemon adds no error of its own. The library is fed as the daemon

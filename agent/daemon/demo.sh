@@ -4,14 +4,20 @@
 # prints the live projection of the whole run next to the actual totals measured on every
 # iteration, then the run as `seqpoint show` sees it.
 #
-#   agent/daemon/demo.sh [ITERATIONS]          (default 600; needs root for the eBPF probes)
+#   agent/daemon/demo.sh [ITERATIONS]          (default 400; needs root for the eBPF probes)
 #
 # Environment: SEQPOINT_BUILD (build directory, default build), THREADS (trainer threads,
-# default 2), CORPUS (default the Debian catalogs corpus), BUDGET (iterations measured, 64),
-# BUDGET_FRACTION (at most this fraction of the iterations so far, 0.1).
+# default 2), CORPUS (default the Debian catalogs corpus), PER_DOUBLING (measurements per
+# doubling of the run, seqpointd's default 16).
 set -euo pipefail
 
-iterations="${1:-600}"
+case "${1:-}" in
+  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+iterations="${1:-400}"
+case "$iterations" in
+  ''|*[!0-9]*) echo "demo: ITERATIONS must be a positive integer, got '$iterations'" >&2; exit 2 ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${SEQPOINT_BUILD:-$root/build}"
 threads="${THREADS:-2}"
@@ -27,16 +33,16 @@ cmake --build "$build" --target seqpointd seqpoint seqpoint-train seqpoint_examp
 corpus="${CORPUS:-$build/examples/corpora/ende_debian_catalogs.tsv}"
 
 work="$(mktemp -d /tmp/seqpoint-demo.XXXXXX)"
-# A short demo run: libtorch's first ~100 iterations are 30-50% slower (allocator and kernel
-# warm-up), so they are never chosen, and the budget is paced as a fraction of the iterations
-# so far (at most 1 in 10 here) so that the SeqPoints spread over the whole run.
+# seqpointd's default selection: the budget is spread over the run (16 per doubling of it), the
+# warm-up (libtorch's first iterations run 30-50% slower) is found from the iterations' times
+# and projected as its own stratum, and changes of cost start strata of their own.
 # PERF_EVENTS: the perf events the SeqPoints measure. The default is software events only,
 # because this kind of VM traps every PMU access: with hardware counters enabled, each of the
 # trainer's ~600 context switches per iteration takes a trap, and the measured iterations
 # run tens of percent slower than the others (the self-check shows it). On bare metal, add
 # "cycles", "instructions", "cache-misses".
-printf '[runs]\nbudget = %s\nbudget_fraction = %s\nwarmup_iterations = 100\n[collectors]\nperf.events = [%s]\n' \
-  "${BUDGET:-64}" "${BUDGET_FRACTION:-0.1}" \
+printf '[runs]\nbudget_per_doubling = %s\n[collectors]\nperf.events = [%s]\n' \
+  "${PER_DOUBLING:-16}" \
   "${PERF_EVENTS:-\"task-clock\", \"page-faults\", \"context-switches\", \"cpu-migrations\"}" \
   > "$work/seqpointd.toml"
 export SEQPOINT_CONTROL_SOCKET="$work/run/control.sock"
