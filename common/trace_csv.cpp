@@ -38,6 +38,18 @@ std::string Shown(std::string_view cell) {
   return s;
 }
 
+// A header with no comma but ';' or tabs is from a tool (or locale) that separates fields
+// otherwise: say so, since "no seq_len column" alone does not tell why.
+std::string SeparatorHint(std::string_view header) {
+  if (header.find(',') != std::string_view::npos) return "";
+  const char* looks = header.find(';') != std::string_view::npos    ? "semicolon"
+                      : header.find('\t') != std::string_view::npos ? "tab"
+                                                                    : nullptr;
+  if (looks == nullptr) return "";
+  return std::string("; the file looks ") + looks +
+         "-separated, but the trace CSV separates fields with commas (docs/trace-csv.md)";
+}
+
 class Parser {
  public:
   Parser(std::string_view source, const TraceReadOptions& options, const TraceHeaderFn& on_header,
@@ -103,7 +115,8 @@ class Parser {
       for (const auto& n : header_.names) found += (found.empty() ? "" : ",") + n;
       return InvalidArgument(source_ + ":" + std::to_string(line_no_) +
                              ": the header has no 'seq_len' column (found: " + Shown(found) +
-                             "); the first non-comment line must name the columns and include seq_len");
+                             "); the first non-comment line must name the columns and include seq_len" +
+                             SeparatorHint(line));
     }
     header_.schema.has_iter = seen.count("iter") > 0;
     header_.schema.has_batch = seen.count("batch") > 0;
@@ -114,6 +127,11 @@ class Parser {
   }
 
   template <typename T>
+  Status BelowMin(size_t column, T min_value, std::string_view cell) const {
+    return Error(column, "must be >= " + std::to_string(min_value) + ", got '" + Shown(cell) + "'");
+  }
+
+  template <typename T>
   Status ParseInt(std::string_view cell, size_t column, T min_value, T& out) const {
     if (cell.empty()) return Error(column, "is empty; this column needs a value in every row");
     auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), out);
@@ -121,11 +139,14 @@ class Parser {
       return Error(column, "value '" + Shown(cell) + "' is out of range");
     }
     if (ec != std::errc() || ptr != cell.data() + cell.size()) {
+      // A negative number in an unsigned column is out of range, as zero is where 1 is the
+      // least: say so, not "expected an integer".
+      bool negative = cell.size() > 1 && cell.front() == '-' &&
+                      cell.find_first_not_of("0123456789", 1) == std::string_view::npos;
+      if (negative) return BelowMin(column, min_value, cell);
       return Error(column, "expected an integer, got '" + Shown(cell) + "'");
     }
-    if (out < min_value) {
-      return Error(column, "must be >= " + std::to_string(min_value) + ", got '" + Shown(cell) + "'");
-    }
+    if (out < min_value) return BelowMin(column, min_value, cell);
     return Status::Ok();
   }
 

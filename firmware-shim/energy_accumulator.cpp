@@ -4,40 +4,38 @@
 
 namespace seqpoint::firmware {
 
+namespace {
+
+uint64_t MaskOf(unsigned bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+
+}  // namespace
+
+// A 64-bit counter in any realistic unit never wraps between two readings: every decrease of
+// it is a reset rather than 1.8e19 counts (max_value 0 in CounterUnwrapper).
 EnergyAccumulator::EnergyAccumulator(unsigned bits, double joules_per_count,
                                      double max_wrap_fraction)
-    : bits_(std::clamp(bits, 1u, 64u)), joules_per_count_(joules_per_count) {
-  mask_ = bits_ >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits_) - 1;
-  const double fraction = std::clamp(max_wrap_fraction, 0.0, 1.0);
-  // A 64-bit counter in any realistic unit never wraps between two readings: treat every
-  // decrease as a reset rather than claim 1.8e19 counts happened.
-  max_wrap_distance_ =
-      bits_ >= 64 ? 0 : static_cast<uint64_t>(static_cast<double>(mask_) * fraction);
-}
+    : bits_(std::clamp(bits, 1u, 64u)),
+      joules_per_count_(joules_per_count),
+      mask_(MaskOf(bits_)),
+      counter_(bits_ >= 64 ? 0 : mask_, max_wrap_fraction) {}
 
 EnergyAccumulator::Update EnergyAccumulator::Add(uint64_t raw) {
-  raw &= mask_;
-  if (!last_) {
-    last_ = raw;
-    return {Kind::kFirst, std::nullopt};
+  const CounterUnwrapper::Step step = counter_.Update(raw & mask_);
+  switch (step.kind) {
+    case CounterUnwrapper::Kind::kFirst:
+      return {Kind::kFirst, std::nullopt};
+    case CounterUnwrapper::Kind::kReset:
+      ++resets_;
+      return {Kind::kReset, std::nullopt};
+    case CounterUnwrapper::Kind::kWrapped:
+      ++wraps_;
+      break;
+    case CounterUnwrapper::Kind::kIncreased:
+      break;
   }
-  const uint64_t prev = *last_;
-  last_ = raw;
-  if (raw >= prev) {
-    const double d = static_cast<double>(raw - prev) * joules_per_count_;
-    total_joules_ += d;
-    return {Kind::kIncreased, d};
-  }
-  // Forward distance modulo 2^bits (the mask keeps it in range for bits < 64).
-  const uint64_t forward = (raw - prev) & mask_;
-  if (forward <= max_wrap_distance_) {
-    const double d = static_cast<double>(forward) * joules_per_count_;
-    total_joules_ += d;
-    ++wraps_;
-    return {Kind::kWrapped, d};
-  }
-  ++resets_;
-  return {Kind::kReset, std::nullopt};
+  const double d = static_cast<double>(step.delta) * joules_per_count_;
+  total_joules_ += d;
+  return {step.kind == CounterUnwrapper::Kind::kWrapped ? Kind::kWrapped : Kind::kIncreased, d};
 }
 
 }  // namespace seqpoint::firmware

@@ -1,7 +1,7 @@
 // Turns successive raw readings of a hardware energy counter into a monotonic joule total that
 // survives counter wrap and counter resets.
 //
-// Policy, for a counter `bits` wide counting `joules_per_count`:
+// Policy (common/counter_wrap.h), for a counter `bits` wide counting `joules_per_count`:
 //  - The first reading only sets the baseline (total 0, kind kFirst).
 //  - raw >= previous: delta = raw - previous (kIncreased).
 //  - raw < previous and the forward distance modulo 2^bits, raw - previous + 2^bits, is at most
@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/counter_wrap.h"
+
 namespace seqpoint::firmware {
 
 class EnergyAccumulator {
@@ -40,14 +42,13 @@ class EnergyAccumulator {
   double total_joules() const { return total_joules_; }
   uint64_t wraps() const { return wraps_; }
   uint64_t resets() const { return resets_; }
-  bool has_baseline() const { return last_.has_value(); }
+  bool has_baseline() const { return counter_.primed(); }
 
  private:
   unsigned bits_;
   double joules_per_count_;
   uint64_t mask_;
-  uint64_t max_wrap_distance_;
-  std::optional<uint64_t> last_;
+  CounterUnwrapper counter_;  // the rule itself: common/counter_wrap.h
   double total_joules_ = 0.0;
   uint64_t wraps_ = 0;
   uint64_t resets_ = 0;

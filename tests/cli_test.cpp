@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -240,4 +241,137 @@ TEST_CASE("cli: evaluate --online on a bucketed run: intervals hold both metrics
     CHECK(j["metrics"][m]["covered"].get<bool>());
     CHECK(j["metrics"][m]["low"].get<double>() >= 0);
   }
+}
+
+// Issue 15: the messages a new user hit.
+TEST_CASE("cli: a negative seq_len is refused as zero is, naming file, line and column") {
+  TempDir d;
+  Run neg = Cli("select --trace " + d.Write("neg.csv", "seq_len,time_ns\n5,1\n-5,1\n") + " --budget 5");
+  CHECK(neg.code == 1);
+  CHECK(neg.out.find("neg.csv:3: column 1 ('seq_len'): must be >= 1, got '-5'") !=
+        std::string::npos);
+  CHECK(neg.out.find("expected an integer") == std::string::npos);
+  Run zero = Cli("select --trace " + d.Write("zero.csv", "seq_len,time_ns\n0,1\n") + " --budget 5");
+  CHECK(zero.out.find("zero.csv:2: column 1 ('seq_len'): must be >= 1, got '0'") !=
+        std::string::npos);
+  Run tokens = Cli("select --trace " + d.Write("tok.csv", "seq_len,tokens\n5,-2\n") + " --budget 5");
+  CHECK(tokens.out.find("tok.csv:2: column 2 ('tokens'): must be >= 0") != std::string::npos);
+}
+
+TEST_CASE("cli: a semicolon- or tab-separated trace is named as such, with the fix") {
+  TempDir d;
+  Run s = Cli("select --trace " + d.Write("s.csv", "iter;seq_len;time_ns\n0;5;1\n") + " --budget 5");
+  CHECK(s.code == 1);
+  CHECK(s.out.find("no 'seq_len' column") != std::string::npos);
+  CHECK(s.out.find("looks semicolon-separated") != std::string::npos);
+  CHECK(s.out.find("commas (docs/trace-csv.md)") != std::string::npos);
+  Run t = Cli("select --trace " + d.Write("t.csv", "iter\tseq_len\ttime_ns\n0\t5\t1\n") + " --budget 5");
+  CHECK(t.code == 1);
+  CHECK(t.out.find("looks tab-separated") != std::string::npos);
+  Run plain = Cli("select --trace " + d.Write("p.csv", "iter,time_ns\n0,1\n") + " --budget 5");
+  CHECK(plain.out.find("-separated") == std::string::npos);
+}
+
+TEST_CASE("cli: --budget and --target-error together are refused as alternatives") {
+  TempDir d;
+  WriteRun(d / "run.csv", 2000, 7);
+  Run r = Cli("select --trace " + (d / "run.csv") + " --budget 8 --target-error 1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--budget and --target-error are alternatives") != std::string::npos);
+  Run e = Cli("evaluate --trace " + (d / "run.csv") + " --budget-fraction 0.01 --target-error 1");
+  CHECK(e.code == 2);
+  CHECK(e.out.find("--budget-fraction and --target-error are alternatives") != std::string::npos);
+  CHECK(Cli("select --trace " + (d / "run.csv") + " --target-error 1").code == 0);
+}
+
+TEST_CASE("cli: a budget too small for the SL bins gives a warning naming the budget to use") {
+  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/agent/gru_debian_1500.csv";
+  Run s = Cli("select --trace " + trace + " --budget 1");
+  CHECK(s.code == 0);
+  CHECK(s.out.find("seqpoint select: warning: a budget of 1 measured iteration is less than 2 per SL "
+                   "bin") != std::string::npos);
+  CHECK(s.out.find("rough") != std::string::npos);
+  CHECK(s.out.find("use --budget 46 or more") != std::string::npos);
+  Run e = Cli("evaluate --trace " + trace + " --budget 1");
+  CHECK(e.code == 0);
+  CHECK(e.out.find("seqpoint evaluate: warning: a budget of 1") != std::string::npos);
+  Run enough = Cli("evaluate --trace " + trace + " --budget 50");
+  CHECK(enough.code == 0);
+  CHECK(enough.out.find("warning") == std::string::npos);
+  Run target = Cli("select --trace " + trace + " --target-error 1");
+  CHECK(target.out.find("warning") == std::string::npos);
+}
+
+TEST_CASE("cli: project names a missing selection file, the reason and what to run") {
+  TempDir d;
+  WriteRun(d / "run.csv", 500, 8);
+  Run r = Cli("project --selection " + (d / "sel.json") + " --measured " + (d / "run.csv"));
+  CHECK(r.code == 1);
+  CHECK(r.out.find("cannot open selection '" + (d / "sel.json") + "': No such file or directory") !=
+        std::string::npos);
+  CHECK(r.out.find("seqpoint select --trace TRACE --budget N --json > " + (d / "sel.json")) !=
+        std::string::npos);
+}
+
+TEST_CASE("cli: --help shows what each option's value is, not VALUE") {
+  struct Case {
+    const char* command;
+    std::vector<const char*> expect;
+  };
+  const Case cases[] = {
+      {"select", {"--trace FILE", "--budget N", "--budget-fraction F", "--target-error P", "--out FILE",
+                  "--max-bins N", "with --online: at most this fraction"}},
+      {"evaluate", {"--trace FILE", "--compare FILE", "--metric NAME", "--budget-fraction F",
+                    "offline it becomes --budget floor(F x iterations)"}},
+      {"project", {"--selection FILE", "--measured FILE", "--compare FILE"}},
+      {"probe", {"--pid PID", "--duration S", "--out FILE", "--max-seq-len N"}},
+      {"gpu", {"--sysfs-root DIR"}},
+      {"status", {"--socket PATH"}},
+      {"runs", {"--limit N"}},
+      {"report", {"--days N"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.command);
+    Run r = Cli(std::string(c.command) + " --help");
+    CHECK(r.code == 0);
+    CHECK(r.out.find(" VALUE") == std::string::npos);
+    for (const char* e : c.expect) {
+      CAPTURE(e);
+      CHECK(r.out.find(e) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("cli: evaluate and project print times in seconds and energy in joules, JSON as read") {
+  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/agent/gru_debian_1500.csv";
+  Run e = Cli("evaluate --trace " + trace + " --budget 50");
+  REQUIRE(e.code == 0);
+  CHECK(e.out.find("e+11") == std::string::npos);
+  CHECK(e.out.find("456.727 s") != std::string::npos);  // 4.56727e+11 ns
+  CHECK(e.out.find("[369.779 s, 543.676 s]") != std::string::npos);
+  Run j = Cli("evaluate --trace " + trace + " --budget 50 --json");
+  REQUIRE(j.code == 0);
+  auto json = nlohmann::json::parse(j.out);
+  CHECK(json["metrics"]["time_ns"]["projected"].get<double>() > 4e11);
+
+  TempDir d;
+  std::string text = "iter,seq_len,time_ns,energy_uj\n";
+  for (int i = 0; i < 400; ++i) {
+    int sl = 5 + i % 9;
+    text += std::to_string(i) + "," + std::to_string(sl) + "," + std::to_string(2000000 * sl) + "," +
+            std::to_string(150000 * sl) + "\n";
+  }
+  std::string run = d.Write("energy.csv", text);
+  Run ev = Cli("evaluate --trace " + run + " --budget 40");
+  REQUIRE_MESSAGE(ev.code == 0, ev.out);
+  CHECK(ev.out.find("7.180 s") != std::string::npos);    // 7.18e9 ns
+  CHECK(ev.out.find("538.500 J") != std::string::npos);  // 5.385e8 uJ
+  REQUIRE(Cli("select --trace " + run + " --budget 40 --json --out " + (d / "sel.json")).code == 0);
+  Run p = Cli("project --selection " + (d / "sel.json") + " --measured " + run);
+  REQUIRE_MESSAGE(p.code == 0, p.out);
+  CHECK(p.out.find(" s ") != std::string::npos);
+  CHECK(p.out.find(" J ") != std::string::npos);
+  Run pj = Cli("project --selection " + (d / "sel.json") + " --measured " + run + " --json");
+  REQUIRE(pj.code == 0);
+  CHECK(nlohmann::json::parse(pj.out)["metrics"]["energy_uj"]["total"].get<double>() > 1e8);
 }

@@ -83,7 +83,7 @@ void PrintHelp(std::string_view usage_line, std::string_view description,
               usage_line.data(), static_cast<int>(description.size()), description.data());
   for (const auto& s : specs) {
     std::string left(s.name);
-    if (s.takes_value) left += " VALUE";
+    if (s.takes_value) left += " " + std::string(s.value_name);
     std::printf("  %-26s %.*s\n", left.c_str(), static_cast<int>(s.help.size()), s.help.data());
   }
   std::printf("  %-26s %s\n", "--help", "show this help");

@@ -17,6 +17,8 @@ struct OptionSpec {
   std::string_view name;  // "--budget"
   bool takes_value;       // false: a flag
   std::string_view help;  // one line, shown by --help
+  // What the value is, shown by --help after the name: N, F, P, FILE, PID, S, DIR, ...
+  std::string_view value_name = "VALUE";
 };
 
 class ParsedArgs {

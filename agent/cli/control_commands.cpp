@@ -18,7 +18,8 @@ using daemon::ControlRequest;
 
 const OptionSpec kSocket{"--socket", true,
                          "seqpointd's control socket (default: "
-                         "$SEQPOINT_CONTROL_SOCKET or /run/seqpoint/control.sock)"};
+                         "$SEQPOINT_CONTROL_SOCKET or /run/seqpoint/control.sock)",
+                         "PATH"};
 const OptionSpec kJson{"--json", false, "print the daemon's answer as JSON"};
 
 // Parses, asks, prints. `build` fills the request from the parsed arguments (or fails with a
@@ -80,7 +81,7 @@ int RunRunsCommand(Args args) {
       args, "runs [--all] [--limit N] [--json]",
       "Runs watched on this node (active; --all adds finished and crashed ones).",
       {{"--all", false, "include closed runs"},
-       {"--limit", true, "at most N closed runs, newest first (default 50)"}},
+       {"--limit", true, "at most N closed runs, newest first (default 50)", "N"}},
       0,
       [](const ParsedArgs& a, ControlRequest* r) -> Status {
         r->cmd = "runs";
@@ -115,7 +116,7 @@ int RunReportCommand(Args args) {
       args, "report RUN [--days N] [--json]",
       "show, plus every measurement of the run and how the cost of its main SL bins on "
       "this node moved over the last N days (default 30).",
-      {{"--days", true, "history window in days (default 30)"}}, 1,
+      {{"--days", true, "history window of N days (default 30)", "N"}}, 1,
       [](const ParsedArgs& a, ControlRequest* r) -> Status {
         r->cmd = "report";
         r->run = a.positional()[0];

@@ -107,22 +107,25 @@ Status CheckSameRun(const Trace& a, const Trace& b, const std::string& b_path) {
 }  // namespace
 
 int RunEvaluateCommand(Args argv) {
-  auto specs = SelectOptionSpecs();
+  auto specs = SelectOptionSpecs(/*fraction_offline=*/true);
   specs.insert(specs.begin(),
-               {{"--trace", true, "a trace with metrics measured on every iteration"},
-                {"--metric", true, "evaluate only this metric (default: every complete metric)"},
-                {"--compare", true, "the same run on another configuration: check the speedup"},
-                {"--json", false, "print JSON"}});
+               {{"--trace", true, "a trace with metrics measured on every iteration", "FILE"},
+                {"--metric", true, "evaluate only this metric (default: every complete metric)",
+                 "NAME"},
+                {"--compare", true, "the same run on another configuration: check the speedup",
+                 "FILE"},
+                {"--json", false, "print JSON (values in the metrics' own units)"}});
   auto args = ParseArgs(argv, specs);
   if (!args.ok()) {
     std::fprintf(stderr, "seqpoint evaluate: %s\n", args.status().message().c_str());
     return 2;
   }
   if (args->Has("--help")) {
-    PrintHelp("evaluate --trace T [--budget N | --budget-fraction F | --target-error P] [--online] "
-              "[--compare T2] [--json]",
+    PrintHelp("evaluate --trace FILE [--budget N | --budget-fraction F | --target-error P] "
+              "[--online] [--compare FILE] [--json]",
               "Checks SeqPoint projections against a fully measured run, beside the baselines.\n"
-              "Default budget: 1/200 of the iterations.",
+              "Default budget: 1/200 of the iterations. Times are shown in seconds, energies in "
+              "joules.",
               specs);
     return 0;
   }
@@ -160,10 +163,14 @@ int RunEvaluateCommand(Args argv) {
     other = std::move(*t2);
   }
   std::optional<selector::OnlineSelector> online;
-  auto sel = SelectFromTrace(*trace, *req, &online);
+  uint32_t bins_needed = 0;
+  auto sel = SelectFromTrace(*trace, *req, &online, &bins_needed);
   if (!sel.ok()) {
     std::fprintf(stderr, "seqpoint evaluate: %s\n", sel.status().message().c_str());
     return 1;
+  }
+  if (std::string w = BudgetWarning(*req, *sel, bins_needed); !w.empty()) {
+    std::fprintf(stderr, "seqpoint evaluate: %s\n", w.c_str());
   }
   const uint64_t n = sel->measured();
   Measurements meas = GatherFromTrace(*sel, *trace);
@@ -244,10 +251,10 @@ int RunEvaluateCommand(Args argv) {
       }
     }
     if (human) {
-      char interval[64];
-      std::snprintf(interval, sizeof interval, "[%.6g, %.6g]", p->low, p->high);
-      std::printf("%-18s %14.6g %14.6g %+9.3f %31s %9llu\n", name.c_str(), actual, p->total,
-                  ErrPct(p->total, actual), interval, static_cast<unsigned long long>(p->samples));
+      const std::string interval = "[" + HumanValue(name, p->low) + ", " + HumanValue(name, p->high) + "]";
+      std::printf("%-18s %14s %14s %+9.3f %31s %9llu\n", name.c_str(), HumanValue(name, actual).c_str(),
+                  HumanValue(name, p->total).c_str(), ErrPct(p->total, actual), interval.c_str(),
+                  static_cast<unsigned long long>(p->samples));
     }
     out["metrics"][name] = j;
     ++evaluated;

@@ -16,7 +16,7 @@ namespace seqpoint::cli {
 
 int RunGpuCommand(Args args) {
   const std::vector<OptionSpec> specs = {
-      {"--sysfs-root", true, "directory standing for / (default: the live /, i.e. /sys)"},
+      {"--sysfs-root", true, "directory standing for / (default: the live /, i.e. /sys)", "DIR"},
       {"--json", false, "print JSON instead of text"},
   };
   auto parsed = ParseArgs(args, specs);

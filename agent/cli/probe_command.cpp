@@ -29,19 +29,22 @@ void OnSignal(int) { g_stop = 1; }
 
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs = {
-      {"--pid", true, "trace this process (and follow its exec, library loads and exit)"},
+      {"--pid", true, "trace this process (and follow its exec, library loads and exit)", "PID"},
       {"--all", false, "trace every process carrying the provider or a configured library"},
-      {"--duration", true, "stop after S seconds (default: Ctrl-C, or the --pid process exits)"},
+      {"--duration", true, "stop after S seconds (default: Ctrl-C, or the --pid process exits)",
+       "S"},
       {"--out", true,
        "trace file; \"{pid}\" is replaced; default stdout (--pid), "
-       "seqpoint-trace.{pid}.csv (--all)"},
+       "seqpoint-trace.{pid}.csv (--all)",
+       "FILE"},
       {"--wait", false, "--pid: wait for the process to load the provider instead of failing"},
-      {"--preset", true, "zero-code presets, comma-separated (see --list-presets)"},
+      {"--preset", true, "zero-code presets, comma-separated (see --list-presets)", "NAMES"},
       {"--zero-code", true,
        "a zero-code probe: name=N,lib=L,fn=F,arg=I[,bytes=4|8][,deref]"
        "[,reduce=first|max|last][,boundary_lib=B],boundary=G; "
-       "several separated by ';'"},
-      {"--max-seq-len", true, "flag SLs above this as absurd (default 1048576)"},
+       "several separated by ';'",
+       "SPEC"},
+      {"--max-seq-len", true, "flag SLs above N as absurd (default 1048576)", "N"},
       {"--list-presets", false, "print the zero-code presets and exit"},
       {"--check", false,
        "count seqpoint BPF programs loaded in the kernel and exit "

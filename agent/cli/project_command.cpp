@@ -2,7 +2,9 @@
 // Projects every metric's whole-run total from the SeqPoints' rows of M, with a 95% interval.
 // Reads no row of M that the selection does not list. With --compare, M2 holds the same
 // iterations measured on another machine or configuration, and the speedup M -> M2 is printed.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,7 +19,15 @@ namespace {
 
 Result<selector::Selection> ReadSelection(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return NotFound("cannot open selection '" + path + "'");
+  if (!in) {
+    const int err = errno;
+    std::string msg = "cannot open selection '" + path + "': " + std::strerror(err);
+    if (err == ENOENT) {
+      msg += "; write it first with `seqpoint select --trace TRACE --budget N --json > " + path + "`";
+      return NotFound(msg);
+    }
+    return IoError(msg);
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return selector::SelectionFromJson(ss.str(), path);
@@ -27,10 +37,12 @@ Result<selector::Selection> ReadSelection(const std::string& path) {
 
 int RunProjectCommand(Args argv) {
   std::vector<OptionSpec> specs = {
-      {"--selection", true, "the JSON printed by 'seqpoint select --json'"},
-      {"--measured", true, "trace with metric columns for (at least) the selection's iterations"},
-      {"--compare", true, "the same iterations measured on another configuration: print speedup"},
-      {"--json", false, "print JSON"},
+      {"--selection", true, "the JSON printed by 'seqpoint select --json'", "FILE"},
+      {"--measured", true, "trace with metric columns for (at least) the selection's iterations",
+       "FILE"},
+      {"--compare", true, "the same iterations measured on another configuration: print speedup",
+       "FILE"},
+      {"--json", false, "print JSON (values in the metrics' own units)"},
   };
   auto args = ParseArgs(argv, specs);
   if (!args.ok()) {
@@ -38,8 +50,10 @@ int RunProjectCommand(Args argv) {
     return 2;
   }
   if (args->Has("--help")) {
-    PrintHelp("project --selection S --measured M [--compare M2] [--json]",
-              "Projects each metric's whole-run total, with a 95% interval, from the SeqPoints.", specs);
+    PrintHelp("project --selection FILE --measured FILE [--compare FILE] [--json]",
+              "Projects each metric's whole-run total, with a 95% interval, from the SeqPoints.\n"
+              "Times are shown in seconds, energies in joules.",
+              specs);
     return 0;
   }
   auto sel_path = args->Get("--selection");
@@ -91,7 +105,9 @@ int RunProjectCommand(Args argv) {
       }
     }
     if (!args->Has("--json")) {
-      std::printf("%-24s %16.6g %16.6g %16.6g %8llu", m->metrics[k].c_str(), p->total, p->low, p->high,
+      const std::string& name = m->metrics[k];
+      std::printf("%-24s %16s %16s %16s %8llu", name.c_str(), HumanValue(name, p->total).c_str(),
+                  HumanValue(name, p->low).c_str(), HumanValue(name, p->high).c_str(),
                   static_cast<unsigned long long>(p->samples));
       if (j.contains("speedup")) {
         std::printf("   speedup %.4f [%.4f, %.4f]", j["speedup"]["value"].get<double>(),

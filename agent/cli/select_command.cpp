@@ -31,18 +31,22 @@ void PrintTable(std::FILE* out, const selector::Selection& s) {
 }  // namespace
 
 int RunSelectCommand(Args argv) {
-  auto specs = SelectOptionSpecs();
-  specs.insert(specs.begin(), {{"--trace", true, "the iteration trace (CSV, design section 1)"},
-                               {"--json", false, "print the selection as JSON (for 'project')"},
-                               {"--out", true, "write the output to FILE instead of stdout"},
-                               {"--progress", false, "report rows read on stderr"}});
+  auto specs = SelectOptionSpecs(/*fraction_offline=*/false);
+  specs.insert(specs.begin(),
+               {{"--trace", true,
+                 "the iteration trace (CSV, docs/trace-csv.md; - reads stdin, with --online)",
+                 "FILE"},
+                {"--json", false, "print the selection as JSON (for 'project')"},
+                {"--out", true, "write the output to FILE instead of stdout", "FILE"},
+                {"--progress", false, "report rows read on stderr"}});
   auto args = ParseArgs(argv, specs);
   if (!args.ok()) {
     std::fprintf(stderr, "seqpoint select: %s\n", args.status().message().c_str());
     return 2;
   }
   if (args->Has("--help")) {
-    PrintHelp("select --trace T [--budget N | --target-error P] [--online] [--json]",
+    PrintHelp("select --trace FILE [--budget N | --target-error P] [--online [--budget-fraction F]] "
+              "[--json]",
               "Chooses SeqPoints (representative iterations) from a trace's seq_len/batch columns.",
               specs);
     return 0;
@@ -62,10 +66,14 @@ int RunSelectCommand(Args argv) {
     return 2;
   }
   req->progress = args->Has("--progress");
-  auto sel = SelectFromTraceFile(*req);
+  uint32_t bins_needed = 0;
+  auto sel = SelectFromTraceFile(*req, &bins_needed);
   if (!sel.ok()) {
     std::fprintf(stderr, "seqpoint select: %s\n", sel.status().message().c_str());
     return 1;
+  }
+  if (std::string w = BudgetWarning(*req, *sel, bins_needed); !w.empty()) {
+    std::fprintf(stderr, "seqpoint select: %s\n", w.c_str());
   }
   std::FILE* out = stdout;
   if (auto path = args->Get("--out")) {

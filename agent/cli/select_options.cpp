@@ -6,21 +6,33 @@
 
 namespace seqpoint::cli {
 
-std::vector<OptionSpec> SelectOptionSpecs() {
+std::vector<OptionSpec> SelectOptionSpecs(bool fraction_offline) {
   return {
-      {"--budget", true, "at most N iterations measured in all"},
-      {"--budget-fraction", true, "at most this fraction of iterations measured (e.g. 0.005)"},
-      {"--target-error", true, "cost-model error to meet, percent (default 0.5)"},
+      {"--budget", true, "at most N iterations measured in all (not with --target-error)", "N"},
+      {"--budget-fraction", true,
+       fraction_offline
+           ? "at most this fraction of the iterations measured (e.g. 0.005); offline it becomes "
+             "--budget floor(F x iterations), at least 1 (the smaller, with --budget)"
+           : "with --online: at most this fraction of the iterations so far measured (e.g. "
+             "0.005); offline, use --budget N",
+       "F"},
+      {"--target-error", true,
+       "cost-model error to meet, percent (default 0.5); without a budget, measure the fewest "
+       "iterations that meet it (not with --budget)",
+       "P"},
       {"--online", false, "decide row by row with no look-ahead, as the daemon does"},
       {"--per-doubling", true,
        "with --online: measurements per doubling of the run (default 16, or budget/8 with "
-       "--budget; 0: none, the caps alone)"},
-      {"--repeats", true, "samples per point when no budget is given (default 3)"},
+       "--budget; 0: none, the caps alone)",
+       "N"},
+      {"--repeats", true, "samples per point when no budget is given (default 3)", "N"},
       {"--warmup", true,
-       "first iterations never measured (default 10 offline, 0 online: online, the warm-up is "
-       "found from the iterations' times and projected as its own stratum)"},
-      {"--counter-groups", true, "rotate N counter groups across a point's samples (default 1)"},
-      {"--max-bins", true, "at most this many SeqPoints (default 4096 offline, 256 online)"},
+       "first N iterations never measured (default 10 offline, 0 online: online, the warm-up is "
+       "found from the iterations' times and projected as its own stratum)",
+       "N"},
+      {"--counter-groups", true, "rotate N counter groups across a point's samples (default 1)",
+       "N"},
+      {"--max-bins", true, "at most N SeqPoints (default 4096 offline, 256 online)", "N"},
   };
 }
 
@@ -55,6 +67,12 @@ Result<SelectRequest> SelectRequestFromArgs(const ParsedArgs& args, const std::s
     return InvalidArgument("--per-doubling must be 0..1000000, got " + std::to_string(**per_doubling));
   }
   if (*per_doubling && !req.online) return InvalidArgument("--per-doubling needs --online");
+  if (*target && (*budget || *fraction)) {
+    return InvalidArgument(std::string(*budget ? "--budget" : "--budget-fraction") +
+                           " and --target-error are alternatives: give a budget to cap the "
+                           "iterations measured, or --target-error P to measure the fewest that "
+                           "meet P% on the cost model, not both");
+  }
 
   auto& off = req.offline;
   auto& on = req.online_options;

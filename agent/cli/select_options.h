@@ -9,8 +9,9 @@
 namespace seqpoint::cli {
 
 // Option specs: --budget, --budget-fraction, --target-error, --online, --repeats, --warmup,
-// --counter-groups, --max-bins.
-std::vector<OptionSpec> SelectOptionSpecs();
+// --counter-groups, --max-bins. `fraction_offline`: the command turns --budget-fraction into a
+// count offline (evaluate, which knows the run's length); otherwise it needs --online (select).
+std::vector<OptionSpec> SelectOptionSpecs(bool fraction_offline);
 
 // Fills a request from parsed options. `iterations` (0 if unknown) turns --budget-fraction into
 // a count for offline selection.

@@ -1,9 +1,11 @@
 #include "agent/cli/selection_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
 
+#include "selector/binning.h"
 #include "selector/sl_histogram.h"
 
 namespace seqpoint::cli {
@@ -21,7 +23,16 @@ TraceReadOptions ProgressOptions(const char* command, bool enabled) {
   return o;
 }
 
-Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
+namespace {
+
+uint32_t BinsNeeded(const selector::SlHistogram& hist, double target_pct, uint32_t max_bins) {
+  if (hist.total() == 0) return 0;
+  return static_cast<uint32_t>(selector::BinsForTarget(hist.Buckets(), target_pct, max_bins).size());
+}
+
+}  // namespace
+
+Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req, uint32_t* bins_needed) {
   TraceReadOptions read = ProgressOptions("select", req.progress);
   if (req.online) {
     auto sel = selector::OnlineSelector::Create(req.online_options);
@@ -45,6 +56,10 @@ Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
     });
     if (!st.ok()) return st;
     if (index == 0) return InvalidArgument(req.trace + ": the trace has no rows");
+    if (bins_needed != nullptr) {
+      *bins_needed = BinsNeeded(sel->histogram(), req.online_options.target_error_pct,
+                                req.online_options.max_bins);
+    }
     return sel->Current();
   }
   if (req.trace == "-") {
@@ -61,6 +76,9 @@ Result<selector::Selection> SelectFromTraceFile(const SelectRequest& req) {
   if (!st.ok()) return st;
   auto plan = selector::PlanOffline(hist, req.offline);
   if (!plan.ok()) return plan.status().WithContext(req.trace);
+  if (bins_needed != nullptr) {
+    *bins_needed = BinsNeeded(hist, req.offline.target_error_pct, req.offline.max_bins);
+  }
   selector::OccurrencePicker picker(*plan);
   index = 0;
   read.progress = nullptr;
@@ -82,7 +100,8 @@ int TimeColumn(const TraceSchema& schema) {
 }
 
 Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest& req,
-                                            std::optional<selector::OnlineSelector>* online_out) {
+                                            std::optional<selector::OnlineSelector>* online_out,
+                                            uint32_t* bins_needed) {
   if (t.rows() == 0) return InvalidArgument(req.trace + ": the trace has no rows");
   auto batch = [&](size_t i) { return t.batch.empty() ? 0u : t.batch[i]; };
   auto tokens = [&](size_t i) { return t.tokens.empty() ? 0.0 : static_cast<double>(t.tokens[i]); };
@@ -97,6 +116,10 @@ Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest&
       }
     }
     if (online_out != nullptr) *online_out = *sel;
+    if (bins_needed != nullptr) {
+      *bins_needed = BinsNeeded(sel->histogram(), req.online_options.target_error_pct,
+                                req.online_options.max_bins);
+    }
     return sel->Current();
   }
   selector::SlHistogram hist;
@@ -105,9 +128,72 @@ Result<selector::Selection> SelectFromTrace(const Trace& t, const SelectRequest&
   }
   auto plan = selector::PlanOffline(hist, req.offline);
   if (!plan.ok()) return plan.status().WithContext(req.trace);
+  if (bins_needed != nullptr) {
+    *bins_needed = BinsNeeded(hist, req.offline.target_error_pct, req.offline.max_bins);
+  }
   selector::OccurrencePicker picker(*plan);
   for (size_t i = 0; i < t.rows(); ++i) picker.Observe(i, t.iter[i], t.seq_len[i]);
   return picker.Finish();
+}
+
+std::string BudgetWarning(const SelectRequest& req, const selector::Selection& sel,
+                          uint32_t bins_needed) {
+  uint64_t budget = req.offline.budget;  // 0: none (target-error mode)
+  double target = req.offline.target_error_pct;
+  if (req.online) {
+    const auto& on = req.online_options;
+    target = on.target_error_pct;
+    budget = on.budget_count;
+    if (on.budget_fraction > 0) {
+      auto f = static_cast<uint64_t>(on.budget_fraction * static_cast<double>(sel.iterations));
+      budget = budget ? std::min(budget, f) : std::max<uint64_t>(f, 1);
+    }
+  }
+  const uint64_t per_bin = 2 * static_cast<uint64_t>(bins_needed);
+  const uint64_t enough = std::max<uint64_t>(4, per_bin);
+  if (budget == 0 || budget >= enough) return "";
+  char why[160];
+  if (per_bin >= 4) {
+    std::snprintf(why, sizeof why, "2 per SL bin for the %u bins that the %g%% target error needs",
+                  bins_needed, target);
+  } else {
+    std::snprintf(why, sizeof why, "4 (2 samples of 2 SeqPoints, for a noise estimate)");
+  }
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "warning: a budget of %llu measured iteration%s is less than %s: the cost-model "
+                "error is %.3g%% and the projection will be rough, its interval wide; use "
+                "--budget %llu or more",
+                static_cast<unsigned long long>(budget), budget == 1 ? "" : "s", why,
+                sel.proxy_error_pct, static_cast<unsigned long long>(enough));
+  return line;
+}
+
+std::string HumanValue(std::string_view metric, double v) {
+  auto ends = [&](std::string_view suffix) {
+    return metric.size() > suffix.size() && metric.substr(metric.size() - suffix.size()) == suffix;
+  };
+  double scale = 0;
+  const char* unit = "";
+  if (ends("_ns")) scale = 1e-9, unit = "s";
+  else if (ends("_us")) scale = 1e-6, unit = "s";
+  else if (ends("_ms")) scale = 1e-3, unit = "s";
+  else if (ends("_uj")) scale = 1e-6, unit = "J";
+  else if (ends("_mj")) scale = 1e-3, unit = "J";
+  char out[64];
+  if (scale == 0) {  // a count: whole numbers as such, others to 6 significant digits
+    if (std::fabs(v) < 1e15 && v == std::floor(v)) std::snprintf(out, sizeof out, "%.0f", v);
+    else std::snprintf(out, sizeof out, "%.6g", v);
+    return out;
+  }
+  const double x = v * scale;
+  const double a = std::fabs(x);
+  // Four significant digits at least, never more decimals than milli-units need below 1.
+  if (a >= 1000) std::snprintf(out, sizeof out, "%.1f %s", x, unit);
+  else if (a >= 1) std::snprintf(out, sizeof out, "%.3f %s", x, unit);
+  else if (a >= 1e-3 || a == 0) std::snprintf(out, sizeof out, "%.6f %s", x, unit);
+  else std::snprintf(out, sizeof out, "%.3e %s", x, unit);
+  return out;
 }
 
 namespace {

@@ -5,6 +5,9 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -13,6 +16,7 @@
 #include "agent/config/config_validate.h"
 #include "agent/config/config_zero_code.h"
 #include "agent/config/config_zero_code_toml.h"
+#include "collectors/perf/perf_event_names.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -34,10 +38,56 @@ std::string Quote(const std::string& s) {
   return out.str();
 }
 
+// A TOML basic string, as the user would write it in the file ("64", not '64').
+std::string DoubleQuoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// What a value of the wrong type is, for "must be an integer, found a string (\"64\")".
+std::string Found(const toml::node& n) {
+  std::ostringstream v;
+  if (const auto* s = n.as_string()) return "a string (" + DoubleQuoted(**s) + ")";
+  if (const auto* i = n.as_integer()) return "an integer (" + std::to_string(**i) + ")";
+  if (const auto* f = n.as_floating_point()) {
+    v << *f;
+    return "a float (" + v.str() + ")";
+  }
+  if (const auto* b = n.as_boolean()) return std::string("a boolean (") + (**b ? "true" : "false") + ")";
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+// A string holding what the key wants ("64" for an integer): the fix is to drop the quotes.
+std::optional<std::string> Unquoted(const toml::node& n, std::string_view type) {
+  const auto* s = n.as_string();
+  if (s == nullptr) return std::nullopt;
+  const std::string& text = **s;
+  if (type == "boolean") {
+    if (text == "true" || text == "false") return text;
+    return std::nullopt;
+  }
+  if (type != "integer" && type != "float") return std::nullopt;
+  size_t start = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  bool digits = text.size() > start && text.find_first_not_of("0123456789", start) == std::string::npos;
+  if (digits) return text;  // an integer, which a float key takes too
+  if (type == "float") {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v)) return text;
+  }
+  return std::nullopt;
+}
+
 KeySpec Str(std::string_view key, std::string DaemonConfig::*field, std::string_view doc) {
   return {key, "string", doc, [field](const DaemonConfig& c) { return Quote(c.*field); },
           [field](const toml::node& n, DaemonConfig& c) {
-            if (!n.is_string()) return InvalidArgument("must be a string");
+            if (!n.is_string()) return InvalidArgument("must be a string, found " + Found(n));
             c.*field = **n.as_string();
             return Status::Ok();
           }};
@@ -47,7 +97,7 @@ KeySpec Int(std::string_view key, int64_t DaemonConfig::*field, int64_t min, int
             std::string_view doc) {
   return {key, "integer", doc, [field](const DaemonConfig& c) { return std::to_string(c.*field); },
           [field, min, max](const toml::node& n, DaemonConfig& c) {
-            if (!n.is_integer()) return InvalidArgument("must be an integer");
+            if (!n.is_integer()) return InvalidArgument("must be an integer, found " + Found(n));
             int64_t v = **n.as_integer();
             if (v < min || v > max) {
               return InvalidArgument("must be between " + std::to_string(min) + " and " +
@@ -67,7 +117,7 @@ KeySpec Dbl(std::string_view key, double DaemonConfig::*field, double min, doubl
             return out.str();
           },
           [field, min, max](const toml::node& n, DaemonConfig& c) {
-            if (!n.is_number()) return InvalidArgument("must be a number");
+            if (!n.is_number()) return InvalidArgument("must be a number, found " + Found(n));
             double v = n.value<double>().value_or(0);
             if (!(v >= min && v <= max)) {
               return InvalidArgument("must be between " + std::to_string(min) + " and " +
@@ -106,7 +156,7 @@ const std::vector<KeySpec>& Specs() {
        "error | warn | info | debug (stderr; the journal under systemd)",
        [](const DaemonConfig& c) { return Quote(std::string(LogLevelName(c.log_level))); },
        [](const toml::node& n, DaemonConfig& c) {
-         if (!n.is_string()) return InvalidArgument("must be a string");
+         if (!n.is_string()) return InvalidArgument("must be a string, found " + Found(n));
          auto l = ParseLogLevel(**n.as_string());
          if (!l.ok()) return l.status();
          c.log_level = *l;
@@ -215,7 +265,7 @@ const std::vector<KeySpec>& Specs() {
          return std::string(c.upload_tls_insecure_skip_verify ? "true" : "false");
        },
        [](const toml::node& n, DaemonConfig& c) {
-         if (!n.is_boolean()) return InvalidArgument("must be true or false");
+         if (!n.is_boolean()) return InvalidArgument("must be true or false, found " + Found(n));
          c.upload_tls_insecure_skip_verify = **n.as_boolean();
          return Status::Ok();
        }},
@@ -282,6 +332,49 @@ std::optional<collectors::CollectorOptionValue> ToCollectorValue(const toml::nod
 
 std::string Where(std::string_view source, const toml::source_region& r);
 
+// Levenshtein distance, for "nearest valid names".
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every name of collectors.perf.events must be one the perf collector can open (a generic perf
+// name or r<hex>): a misspelt one would otherwise pass here and only be dropped at run time.
+Status CheckPerfEventNames(const toml::node& value, const std::string& key,
+                           std::string_view source) {
+  const toml::array* names = value.as_array();
+  if (names == nullptr) return Status::Ok();
+  for (const toml::node& e : *names) {
+    const auto* name = e.as_string();
+    if (name == nullptr || collectors::ParsePerfEvent(**name).ok()) continue;
+    std::vector<std::pair<size_t, std::string>> near;
+    for (const std::string& known : collectors::KnownPerfEventNames()) {
+      near.emplace_back(EditDistance(**name, known), known);
+    }
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string nearest;
+    size_t shown = 0;
+    for (; shown < near.size() && shown < 3 && near[shown].first <= near[0].first + 2; ++shown) {
+      nearest += (shown ? ", " : "") + DoubleQuoted(near[shown].second);
+    }
+    return InvalidArgument(Where(source, e.source()) + ": key '" + key + "': unknown perf event " +
+                           DoubleQuoted(**name) + "; nearest valid name" + (shown > 1 ? "s: " : ": ") + nearest +
+                           " (or a raw PMU event r<hex>; the generic names are those of `perf list`)");
+  }
+  return Status::Ok();
+}
+
 // [collectors] and its sub-tables: every leaf goes to the collectors' own key table.
 Status ParseCollectorTable(const toml::table& table, const std::string& prefix,
                            std::string_view source, collectors::CollectorConfig* out) {
@@ -311,6 +404,9 @@ Status ParseCollectorTable(const toml::table& table, const std::string& prefix,
       return InvalidArgument(Where(source, value.source()) + ": key '" + full + "' " +
                              st.message() + " (expected " + known + ")");
     }
+    if (full == "collectors.perf.events") {
+      SEQPOINT_RETURN_IF_ERROR(CheckPerfEventNames(value, full, source));
+    }
   }
   return Status::Ok();
 }
@@ -327,6 +423,48 @@ std::string KnownKeys(std::string_view section) {
     out += (out.empty() ? "" : ", ") + std::string(s.key.substr(s.key.find('.') + 1));
   }
   return out;
+}
+
+// A key written before any [section]: "did you mean [runs] budget?" when some section has it.
+std::string TopLevelHint(const std::string& name) {
+  std::vector<std::string> places;
+  auto consider = [&](std::string_view key) {
+    size_t dot = key.rfind('.');
+    if (dot != std::string_view::npos && key.substr(dot + 1) == name) {
+      places.push_back("[" + std::string(key.substr(0, dot)) + "] " + name);
+    }
+  };
+  for (const KeySpec& s : Specs()) consider(s.key);
+  for (const auto& k : collectors::CollectorConfigKeys()) consider(k.key);
+  if (places.empty()) {
+    return "every key belongs in a section ([daemon], [control], [metrics], [runs], [upload], "
+           "[probes], [collectors]; see `seqpointd --print-default-config`)";
+  }
+  std::string out = "did you mean ";
+  for (size_t i = 0; i < places.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == places.size() ? " or " : ", ") + places[i];
+  }
+  return out + "? (put it under that section header)";
+}
+
+// ValidateConfig's errors start with the key they are about ("runs.observer_effect_action must
+// be ..."): name that key's file:line:column, as the parse errors do.
+Status LocateCheckError(const Status& error,
+                        const std::vector<std::pair<std::string, toml::source_region>>& set_at,
+                        std::string_view source) {
+  const std::string& m = error.message();
+  const std::pair<std::string, toml::source_region>* found = nullptr;
+  for (const auto& entry : set_at) {
+    const std::string& k = entry.first;
+    if (m.size() > k.size() && m.compare(0, k.size(), k) == 0 &&
+        (m[k.size()] == ' ' || m[k.size()] == ':') &&
+        (found == nullptr || k.size() > found->first.size())) {
+      found = &entry;
+    }
+  }
+  if (found == nullptr) return error.WithContext(std::string(source));
+  return InvalidArgument(Where(source, found->second) + ": key '" + found->first + "'" +
+                         m.substr(found->first.size()));
 }
 
 }  // namespace
@@ -360,6 +498,7 @@ Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source)
                            " (fix the TOML syntax)");
   }
   DaemonConfig config;
+  std::vector<std::pair<std::string, toml::source_region>> set_at;  // key -> its value's place
   for (const auto& [section_key, section] : root) {
     std::string section_name(section_key.str());
     if (section_name == "collectors") {
@@ -369,6 +508,11 @@ Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source)
       }
       SEQPOINT_RETURN_IF_ERROR(ParseCollectorTable(*t, "collectors", source, &config.collectors));
       continue;
+    }
+    if (!section.is_table() && KnownKeys(section_name).empty()) {
+      return InvalidArgument(Where(source, section_key.source()) + ": unknown key '" +
+                             section_name + "' at the top level; " +
+                             TopLevelHint(section_name));
     }
     if (KnownKeys(section_name).empty()) {
       return InvalidArgument(Where(source, section_key.source()) + ": unknown section '" +
@@ -399,12 +543,19 @@ Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source)
       }
       Status st = spec->set(value, config);
       if (!st.ok()) {
-        return InvalidArgument(Where(source, value.source()) + ": key '" + full + "' " +
-                               st.message() + " (expected " + std::string(spec->type) + ")");
+        std::string why = st.message();
+        if (auto fix = Unquoted(value, spec->type)) {
+          why += "; write " + std::string(key.str()) + " = " + *fix;
+        } else if (why.find(", found ") == std::string::npos) {  // a type error says enough
+          why += " (expected " + std::string(spec->type) + ")";
+        }
+        return InvalidArgument(Where(source, value.source()) + ": key '" + full + "' " + why);
       }
+      set_at.emplace_back(full, value.source());
     }
   }
-  SEQPOINT_RETURN_IF_ERROR(ValidateConfig(config).WithContext(std::string(source)));
+  Status valid = ValidateConfig(config);
+  if (!valid.ok()) return LocateCheckError(valid, set_at, source);
   return config;
 }
 

@@ -120,3 +120,50 @@ TEST_CASE("agent config: host:port and URL parsing") {
   CHECK(u->target == "/api/v1/write");
   CHECK(ParseHttpUrl("http://h")->target == "/");
 }
+
+TEST_CASE("agent config: a quoted number names what was found and the fix") {
+  auto cfg = ParseConfig("[runs]\nbudget = \"64\"\n", "t.toml");
+  REQUIRE(!cfg.ok());
+  const std::string& m = cfg.status().message();
+  CHECK(m.find("t.toml:2:10: key 'runs.budget' must be an integer, found a string (\"64\"); "
+               "write budget = 64") != std::string::npos);
+  CHECK(m.find("(expected integer)") == std::string::npos);
+  auto fraction = ParseConfig("[runs]\nbudget_fraction = \"0.01\"\n", "t.toml");
+  CHECK(fraction.status().message().find("found a string (\"0.01\"); write budget_fraction = 0.01") !=
+        std::string::npos);
+  auto word = ParseConfig("[runs]\nbudget = \"ten\"\n", "t.toml");
+  CHECK(word.status().message().find("must be an integer, found a string (\"ten\")") !=
+        std::string::npos);
+  CHECK(word.status().message().find("write") == std::string::npos);
+  auto flt = ParseConfig("[runs]\nbudget = 6.5\n", "t.toml");
+  CHECK(flt.status().message().find("found a float (6.5)") != std::string::npos);
+}
+
+TEST_CASE("agent config: a misspelt perf event names the key, the line and the nearest names") {
+  auto cfg = ParseConfig("[collectors.perf]\nevents = [\"task-clock\", \"task-clok\"]\n", "p.toml");
+  REQUIRE(!cfg.ok());
+  const std::string& m = cfg.status().message();
+  CHECK(m.find("p.toml:2:") != std::string::npos);
+  CHECK(m.find("'collectors.perf.events'") != std::string::npos);
+  CHECK(m.find("unknown perf event \"task-clok\"") != std::string::npos);
+  CHECK(m.find("nearest valid name: \"task-clock\"") != std::string::npos);
+  CHECK(ParseConfig("[collectors]\nperf.events = [\"cycles\", \"r01c2\", \"LLC-load-misses\"]\n",
+                    "p.toml")
+            .ok());
+}
+
+TEST_CASE("agent config: a checked value names its line, a top-level key its section") {
+  auto action = ParseConfig("[runs]\nbudget = 8\nobserver_effect_action = \"dorp\"\n", "a.toml");
+  REQUIRE(!action.ok());
+  CHECK(action.status().message().find("a.toml:3:26: key 'runs.observer_effect_action' must be") !=
+        std::string::npos);
+  CHECK(action.status().message().find("'dorp'") != std::string::npos);
+  auto listen = ParseConfig("[metrics]\nlisten = \"nowhere\"\n", "a.toml");
+  CHECK(listen.status().message().find("a.toml:2:10: key 'metrics.listen': ") != std::string::npos);
+  auto top = ParseConfig("budget = 5\n", "top.toml");
+  REQUIRE(!top.ok());
+  CHECK(top.status().message().find("top.toml:1:1: unknown key 'budget' at the top level; did you "
+                                    "mean [runs] budget?") != std::string::npos);
+  auto nowhere = ParseConfig("bogus = 5\n", "top.toml");
+  CHECK(nowhere.status().message().find("unknown key 'bogus' at the top level") != std::string::npos);
+}

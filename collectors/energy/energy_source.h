@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/counter_wrap.h"
 #include "common/status.h"
 
 namespace seqpoint::collectors {
@@ -36,16 +37,15 @@ class EnergySource {
 // told from one (for RAPL at 250 W with a 262 kJ range, that is ~17 minutes).
 class WrappingCounter {
  public:
-  explicit WrappingCounter(uint64_t max_value = 0) : max_(max_value) {}
+  explicit WrappingCounter(uint64_t max_value = 0) : counter_(max_value, 1.0) {}
   // The increase since the previous raw value (0 on the first call). A backwards step that no
   // wrap explains returns Unavailable and re-bases on `raw`.
   Result<uint64_t> Update(uint64_t raw);
-  void Reset() { primed_ = false; }
+  void Reset() { counter_.Reset(); }
 
  private:
-  uint64_t max_;
-  uint64_t last_ = 0;
-  bool primed_ = false;
+  CounterUnwrapper counter_;
+  uint64_t last_ = 0;  // for the message
 };
 
 }  // namespace seqpoint::collectors

@@ -53,6 +53,25 @@ TEST_CASE("agent seqpointd: --check-config accepts a good file and names the key
   CHECK(text.find("# budget_per_doubling = 16") != std::string::npos);
 }
 
+TEST_CASE("agent seqpointd: --check-config refuses a misspelt perf event, naming the nearest") {
+  TempDir dir;
+  auto [bad, out] = RunToExit(
+      "--check-config --config " +
+      dir.Write("perf.toml", "[collectors.perf]\nevents = [\"task-clok\"]\n"));
+  CHECK(bad == 2);
+  CHECK(out.find("perf.toml:2:11: key 'collectors.perf.events': unknown perf event "
+                 "\"task-clok\"; nearest valid name: \"task-clock\"") != std::string::npos);
+  auto [good, good_out] = RunToExit(
+      "--check-config --config " +
+      dir.Write("ok.toml", "[collectors.perf]\nevents = [\"task-clock\", \"r00c0\"]\n"));
+  CHECK(good == 0);
+  auto [action, action_out] = RunToExit(
+      "--check-config --config " +
+      dir.Write("action.toml", "[runs]\nobserver_effect_action = \"dorp\"\n"));
+  CHECK(action == 2);
+  CHECK(action_out.find("action.toml:2:26: key 'runs.observer_effect_action'") != std::string::npos);
+}
+
 TEST_CASE("agent seqpointd: SIGTERM flushes state and exits 0, the run stays active to resume") {
   TempDir dir;
   Seqpointd d(dir,
