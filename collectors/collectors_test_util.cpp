@@ -146,37 +146,6 @@ int BusyChild::ThreadCount() const {
   return n;
 }
 
-ScratchDir::ScratchDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/seqpoint-coll-XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) std::abort();
-  path_ = buf.data();
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-void ScratchDir::Write(const std::string& relative, const std::string& content) const {
-  std::filesystem::path p = std::filesystem::path(path_) / relative;
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream f(p, std::ios::binary);
-  f << content;
-}
-
-void ScratchDir::Mkdir(const std::string& relative) const {
-  std::filesystem::create_directories(std::filesystem::path(path_) / relative);
-}
-
-void ScratchDir::Symlink(const std::string& target, const std::string& relative) const {
-  std::filesystem::path p = std::filesystem::path(path_) / relative;
-  std::filesystem::create_directories(p.parent_path());
-  std::filesystem::create_symlink(target, p);
-}
-
 NamespaceRun RunWithFakeSysClass(const std::string& class_dir,
                                  const std::function<std::string()>& body) {
   NamespaceRun run;
@@ -246,12 +215,6 @@ void CopyTree(const std::string& from, const std::string& to) {
   std::filesystem::copy(
       from, to,
       std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
-}
-
-std::string SourceDir() {
-  const char* env = std::getenv("SEQPOINT_SOURCE_DIR");
-  if (env && *env) return env;
-  return SEQPOINT_TEST_SOURCE_DIR;
 }
 
 }  // namespace seqpoint::collectors::testing

@@ -2,6 +2,8 @@
 // creates threads on command, and a scratch directory for fixture trees.
 #pragma once
 
+#include "common/testing/scratch_dir.h"
+
 #include <sys/types.h>
 
 #include <functional>
@@ -39,20 +41,8 @@ class BusyChild {
   int from_child_ = -1;
 };
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  const std::string& path() const { return path_; }
-  // Writes `content` to path()/relative, creating parent directories.
-  void Write(const std::string& relative, const std::string& content) const;
-  void Mkdir(const std::string& relative) const;
-  void Symlink(const std::string& target, const std::string& relative) const;
-
- private:
-  std::string path_;
-};
+// A fresh directory, removed with everything in it on destruction (common/testing).
+using seqpoint::testing::ScratchDir;
 
 // Runs `body` in a forked child inside a private mount namespace (unshare(CLONE_NEWNS)) where
 // `class_dir` is bind-mounted over /sys/class and a fresh tmpfs over /dev/shm (rocm_smi_lib
@@ -68,7 +58,7 @@ NamespaceRun RunWithFakeSysClass(const std::string& class_dir,
 // Copies a fixture tree (symlinks kept as links) to `to`.
 void CopyTree(const std::string& from, const std::string& to);
 
-// $SEQPOINT_SOURCE_DIR (set by ctest) or the source tree this file was compiled from.
-std::string SourceDir();
+// $SEQPOINT_SOURCE_DIR (set by ctest) or the source tree the tests were built from.
+using seqpoint::testing::SourceDir;
 
 }  // namespace seqpoint::collectors::testing

@@ -14,12 +14,6 @@ namespace seqpoint::firmware::testing {
 
 namespace fs = std::filesystem;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("SEQPOINT_SOURCE_DIR");
-  if (dir == nullptr || *dir == '\0') {
-    std::fprintf(stderr, "SEQPOINT_SOURCE_DIR is not set: run the test through ctest\n");
-    std::abort();
-  }
   return dir;
 }
 
@@ -44,21 +38,6 @@ void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
-}
-
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base != nullptr && *base ? base : "/tmp") + "/seqpoint-fw-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    std::perror("mkdtemp");
-    std::abort();
-  }
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
 }
 
 namespace {

@@ -7,27 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/scratch_dir.h"
+
 namespace seqpoint::firmware::testing {
 
-std::string SourceDir();
+using seqpoint::testing::SourceDir;
 // Bytes of tests/data/gpu_metrics/<name>; aborts the test run if missing.
 std::vector<uint8_t> ReadBlob(const std::string& name);
 
 void WriteFile(const std::string& path, const std::string& content);
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// A fresh directory, removed with its contents on destruction (common/testing).
+using TempDir = seqpoint::testing::ScratchDir;
 
 // Builds the standard fixture under `root` (see test_fixture.cpp for the devices). The hwmon
 // attribute card0/.../power1_input is a FIFO: the returned fd holds its write end open, so

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/testing/scratch_dir.h"
 #include "common/trace_csv.h"
 
 namespace fs = std::filesystem;
@@ -39,18 +40,9 @@ Run Cli(const std::string& args) {
   return r;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/seqpoint_cli_testXXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return (path / name).string();
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A scratch directory (common/testing) where `d / "name"` is a file's path in it.
+struct TempDir : seqpoint::testing::ScratchDir {
+  std::string operator/(const std::string& name) const { return File(name); }
 };
 
 // A run shaped like bucketed training: skewed SLs, time linear in padded tokens plus noise.
@@ -215,7 +207,7 @@ TEST_CASE("cli: a 2-million-row trace streams through select in bounded memory")
 // Real PyTorch runs (tests/data/online/README.md) through `evaluate --online`: the code
 // seqpointd runs, fed every iteration's time.
 TEST_CASE("cli: evaluate --online finds a mid-run slowdown and projects CPU time through it") {
-  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/online/gru_random_slow_s1.csv";
+  const std::string trace = seqpoint::testing::SourceDir() + "/tests/data/online/gru_random_slow_s1.csv";
   Run r = Cli("evaluate --trace " + trace + " --online --json");
   REQUIRE_MESSAGE(r.code == 0, r.out);
   auto j = nlohmann::json::parse(r.out);
@@ -232,7 +224,7 @@ TEST_CASE("cli: evaluate --online finds a mid-run slowdown and projects CPU time
 }
 
 TEST_CASE("cli: evaluate --online on a bucketed run: intervals hold both metrics") {
-  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/online/lstm_bucketed_s1.csv";
+  const std::string trace = seqpoint::testing::SourceDir() + "/tests/data/online/lstm_bucketed_s1.csv";
   Run r = Cli("evaluate --trace " + trace + " --online --json");
   REQUIRE_MESSAGE(r.code == 0, r.out);
   auto j = nlohmann::json::parse(r.out);
@@ -285,7 +277,7 @@ TEST_CASE("cli: --budget and --target-error together are refused as alternatives
 }
 
 TEST_CASE("cli: a budget too small for the SL bins gives a warning naming the budget to use") {
-  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/agent/gru_debian_1500.csv";
+  const std::string trace = seqpoint::testing::SourceDir() + "/tests/data/agent/gru_debian_1500.csv";
   Run s = Cli("select --trace " + trace + " --budget 1");
   CHECK(s.code == 0);
   CHECK(s.out.find("seqpoint select: warning: a budget of 1 measured iteration is less than 2 per SL "
@@ -343,7 +335,7 @@ TEST_CASE("cli: --help shows what each option's value is, not VALUE") {
 }
 
 TEST_CASE("cli: evaluate and project print times in seconds and energy in joules, JSON as read") {
-  const std::string trace = std::string(SEQPOINT_TEST_SOURCE_DIR) + "/tests/data/agent/gru_debian_1500.csv";
+  const std::string trace = seqpoint::testing::SourceDir() + "/tests/data/agent/gru_debian_1500.csv";
   Run e = Cli("evaluate --trace " + trace + " --budget 50");
   REQUIRE(e.code == 0);
   CHECK(e.out.find("e+11") == std::string::npos);

@@ -16,29 +16,12 @@
 #include <string>
 #include <thread>
 
+#include "common/testing/scratch_dir.h"
+
 namespace seqpoint::daemon::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "seqpointd-test-XXXXXX").string();
-    char* p = mkdtemp(tmpl.data());
-    path_ = p ? p : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(File(name)) << text;
-    return File(name);
-  }
-
- private:
-  std::string path_;
-};
+// A fresh directory, removed with everything in it on destruction (common/testing).
+using TempDir = seqpoint::testing::ScratchDir;
 
 // A port that was free a moment ago (bind to 0, read it, close).
 inline int FreePort() {
@@ -64,10 +47,7 @@ inline bool WaitFor(const std::function<bool()>& done,
   return done();
 }
 
-inline std::string SourceDir() {
-  const char* s = std::getenv("SEQPOINT_SOURCE_DIR");
-  return s ? s : SEQPOINT_TEST_SOURCE_DIR;
-}
+using seqpoint::testing::SourceDir;
 inline std::string BinaryDir() {
   const char* s = std::getenv("SEQPOINT_BINARY_DIR");
   return s ? s : SEQPOINT_TEST_BINARY_DIR;
