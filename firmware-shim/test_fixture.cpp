@@ -14,9 +14,6 @@ namespace seqpoint::firmware::testing {
 
 namespace fs = std::filesystem;
 
-  return dir;
-}
-
 std::vector<uint8_t> ReadBlob(const std::string& name) {
   const std::string path = SourceDir() + "/tests/data/gpu_metrics/" + name;
   std::ifstream in(path, std::ios::binary);
