@@ -35,6 +35,10 @@ diff of this file and of `tests/golden/metrics.txt` (the golden test `agent_gold
 otherwise). Labels never carry an iteration index, an SL or a pid; `run` is the daemon's run
 id, `key` the run key (`runs.group_by`), `metric`/`unit` name a projected metric in base units.
 
+Alerting and recording rules and a Grafana dashboard over these names ship with the package:
+`packaging/prometheus/seqpoint-rules.yml` (with its `promtool test rules` tests) and
+`packaging/grafana/seqpoint-dashboard.json`, installed under `/usr/share/seqpoint/`.
+
 This file is generated: `scripts/gen-metrics-doc.py` (from `tests/golden/metrics.txt`).
 
 | family | type | labels | uploaded | help |
