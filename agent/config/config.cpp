@@ -3,12 +3,18 @@
 // exception is caught here and never crosses this file.
 #include "agent/config/config.h"
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -176,11 +182,17 @@ const std::vector<KeySpec>& Specs() {
       Int("control.max_request_bytes", &DaemonConfig::control_max_request_bytes, 64, 1 << 20,
           "longest request line accepted; longer requests are refused"),
       Int("control.max_clients", &DaemonConfig::control_max_clients, 1, 1024,
-          "concurrent control connections; more are refused"),
+          "concurrent control connections; at the limit a new client closes the one idle the "
+          "longest, and is refused only when every one is mid-request"),
+      Int("control.client_timeout_ms", &DaemonConfig::control_client_timeout_ms, 100, 3600000,
+          "a control client must send each request line, and read each answer, within this "
+          "long; an idle connection is closed after it"),
       Str("metrics.listen", &DaemonConfig::metrics_listen,
           "host:port serving /metrics; empty: disabled"),
       Str("runs.group_by", &DaemonConfig::run_group_by,
-          "what groups ranks into one run: env:NAME (environment variable), cgroup, or pid"),
+          "what groups ranks into one run: auto (the job its launcher names: torchrun, Slurm, "
+          "MPI, a Kubernetes pod, then SEQPOINT_RUN_ID, then the process), env:NAME "
+          "(environment variable), cgroup, or pid"),
       Int("runs.budget", &DaemonConfig::run_budget, 1, 1000000,
           "at most this many iterations per run measured by the collectors (the SeqPoints' "
           "cost), whatever the run's length"),
@@ -559,17 +571,99 @@ Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source)
   return config;
 }
 
+namespace {
+
+// What a non-regular file is, for "is a directory, not a regular file".
+std::string FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+std::string UserName() {
+  uid_t uid = geteuid();
+  const passwd* pw = getpwuid(uid);
+  std::string name = pw != nullptr ? std::string("'") + pw->pw_name + "' " : std::string();
+  return "user " + name + "(uid " + std::to_string(uid) + ")";
+}
+
+Status PermissionDeniedConfig(const std::string& path) {
+  return PermissionDenied("cannot read config file '" + path +
+                          "': permission denied (seqpointd runs as " + UserName() +
+                          "; make the file readable by it, e.g. `chmod 0644 " + path +
+                          "`, and every directory above it searchable)");
+}
+
+Status NotRegularConfig(const std::string& path, mode_t mode) {
+  return InvalidArgument("config file '" + path + "' is " + FileKind(mode) +
+                         ", not a regular file (pass the path of a TOML file, e.g. "
+                         "--config /etc/seqpoint/seqpointd.toml)");
+}
+
+Status TooLargeConfig(const std::string& path, const std::string& size) {
+  return InvalidArgument("config file '" + path + "' is " + size + ", over the limit of " +
+                         std::to_string(kMaxConfigFileBytes) +
+                         " bytes for a config file (is it the right file?)");
+}
+
+}  // namespace
+
+// The path is checked before it is opened: a directory would read as empty (and the daemon
+// start on defaults), /dev/zero never ends, and a FIFO blocks open() until a writer comes. It
+// is opened with O_NONBLOCK all the same, and checked again on the descriptor, in case the
+// path changed in between.
 Result<DaemonConfig> LoadConfig(const std::string& path, bool missing_ok) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (missing_ok) return DaemonConfig{};
-    return NotFound("cannot open config file '" + path +
-                    "' (create it, e.g. from `seqpointd --print-default-config`, or pass "
-                    "--config PATH)");
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT && missing_ok) return DaemonConfig{};
+    if (err == EACCES) return PermissionDeniedConfig(path);
+    if (err == ENOENT || err == ENOTDIR) {
+      return NotFound("cannot open config file '" + path +
+                      "' (create it, e.g. from `seqpointd --print-default-config`, or pass "
+                      "--config PATH)");
+    }
+    return IoError("cannot open config file '" + path + "': " + std::strerror(err));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseConfig(text.str(), path);
+  if (!S_ISREG(st.st_mode)) return NotRegularConfig(path, st.st_mode);
+  if (st.st_size > kMaxConfigFileBytes) {
+    return TooLargeConfig(path, std::to_string(st.st_size) + " bytes");
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    int err = errno;
+    if (err == EACCES || err == EPERM) return PermissionDeniedConfig(path);
+    return IoError("cannot open config file '" + path + "': " + std::strerror(err));
+  }
+  std::string text;
+  Status status = Status::Ok();
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    status = NotRegularConfig(path, st.st_mode);
+  } else {
+    char buf[8192];
+    for (;;) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        status = IoError("cannot read config file '" + path + "': " + std::strerror(errno));
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      if (static_cast<int64_t>(text.size()) > kMaxConfigFileBytes) {
+        status =
+            TooLargeConfig(path, "more than " + std::to_string(kMaxConfigFileBytes) + " bytes");
+        break;
+      }
+    }
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return ParseConfig(text, path);
 }
 
 std::string DefaultConfigToml() {

@@ -34,12 +34,13 @@ struct DaemonConfig {
   std::string control_group;                 // group allowed besides root; empty: none
   int64_t control_max_request_bytes = 4096;  // one request line, newline included
   int64_t control_max_clients = 16;          // concurrent connections
+  int64_t control_client_timeout_ms = 5000;  // to send a request line, or read an answer
 
   // [metrics]
   std::string metrics_listen = "127.0.0.1:9464";  // host:port of /metrics; empty: disabled
 
   // [runs]
-  std::string run_group_by = "env:SEQPOINT_RUN_ID";  // env:NAME | cgroup | pid
+  std::string run_group_by = "auto";  // auto | env:NAME | cgroup | pid
   int64_t run_budget = 4096;             // at most this many iterations measured per run
   double run_budget_fraction = 0;        // and at most this fraction of iterations (0: off)
   int64_t run_budget_per_doubling = 16;  // measurements per doubling of the run (0: caps only)
@@ -105,6 +106,9 @@ std::vector<ConfigKeyDoc> ConfigKeys();
 // Parses TOML text; `source` names it in errors ("seqpointd.toml:12:3: ...").
 Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source);
 // Reads and parses a file. A missing file is an error unless `missing_ok` (then defaults).
+// Anything but a regular file (a directory, a FIFO, a device) is refused, as is a file over
+// kMaxConfigFileBytes; an unreadable one is an error of kind kPermissionDenied that says so.
+inline constexpr int64_t kMaxConfigFileBytes = 1 << 20;
 Result<DaemonConfig> LoadConfig(const std::string& path, bool missing_ok);
 // A documented TOML file holding every key at its default, commented out.
 std::string DefaultConfigToml();

@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <regex>
 
 #include "agent/config/config_validate.h"
@@ -166,4 +170,61 @@ TEST_CASE("agent config: a checked value names its line, a top-level key its sec
                                     "mean [runs] budget?") != std::string::npos);
   auto nowhere = ParseConfig("bogus = 5\n", "top.toml");
   CHECK(nowhere.status().message().find("unknown key 'bogus' at the top level") != std::string::npos);
+}
+
+TEST_CASE("agent config: a directory, a device, a FIFO or an oversized file is refused by name") {
+  testing::TempDir dir;
+  auto is_dir = LoadConfig(dir.path(), false);
+  REQUIRE(!is_dir.ok());
+  CHECK(is_dir.status().message().find("is a directory, not a regular file") != std::string::npos);
+  // Only an absent file falls back on the defaults, never a directory at the default path.
+  CHECK(!LoadConfig(dir.path(), true).ok());
+  auto zero = LoadConfig("/dev/zero", false);  // would never end if read
+  REQUIRE(!zero.ok());
+  CHECK(zero.status().message().find("'/dev/zero' is a character device") != std::string::npos);
+  std::string fifo = dir.File("fifo.toml");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto pipe = LoadConfig(fifo, false);  // would block in open() without a writer
+  REQUIRE(!pipe.ok());
+  CHECK(pipe.status().message().find("is a FIFO (named pipe), not a regular file") !=
+        std::string::npos);
+  std::string big = dir.Write("big.toml", std::string(kMaxConfigFileBytes + 1, '#'));
+  auto large = LoadConfig(big, false);
+  REQUIRE(!large.ok());
+  CHECK(large.status().message().find("over the limit of 1048576 bytes") != std::string::npos);
+  // At the limit exactly is fine (a file of comments).
+  CHECK(LoadConfig(dir.Write("max.toml", std::string(kMaxConfigFileBytes, '#')), false).ok());
+}
+
+TEST_CASE("agent config: an unreadable file says permission denied and the fix") {
+  testing::TempDir dir;
+  std::string file = dir.Write("secret.toml", "[runs]\nbudget = 8\n");
+  REQUIRE(chmod(file.c_str(), 0) == 0);
+  REQUIRE(chmod(dir.path().c_str(), 0755) == 0);
+  // root reads any file: check as an unprivileged user in a child.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    auto cfg = LoadConfig(file, false);
+    std::string m = cfg.ok() ? "ok" : cfg.status().message();
+    if (!cfg.ok() && cfg.status().code() != seqpoint::ErrorCode::kPermissionDenied) m = "code " + m;
+    (void)!write(fds[1], m.data(), m.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string m;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) m.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(m.find("cannot read config file '" + file + "': permission denied") == 0);
+  CHECK(m.find("chmod 0644") != std::string::npos);
 }

@@ -74,7 +74,9 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text) {
 
 Result<RunGroupBy> ParseRunGroupBy(std::string_view text) {
   RunGroupBy g;
-  if (text == "cgroup") {
+  if (text == "auto") {
+    g.kind = RunGrouping::kAuto;
+  } else if (text == "cgroup") {
     g.kind = RunGrouping::kCgroup;
   } else if (text == "pid") {
     g.kind = RunGrouping::kPid;
@@ -83,7 +85,8 @@ Result<RunGroupBy> ParseRunGroupBy(std::string_view text) {
     g.env_name = std::string(text.substr(4));
   } else {
     return InvalidArgument("'" + std::string(text) +
-                           "' is not env:NAME, cgroup or pid (e.g. env:SEQPOINT_RUN_ID)");
+                           "' is not auto, env:NAME, cgroup or pid (e.g. auto, or "
+                           "env:SEQPOINT_RUN_ID)");
   }
   return g;
 }

@@ -28,9 +28,10 @@ struct HttpUrl {
 // the URL is logged and shown by `seqpoint status`; the upload.*_file keys carry them instead.
 Result<HttpUrl> ParseHttpUrl(std::string_view text);
 
-enum class RunGrouping { kEnv, kCgroup, kPid };
+// kAuto: the job as its launcher names it (agent/source/run_key.h), the default.
+enum class RunGrouping { kAuto, kEnv, kCgroup, kPid };
 struct RunGroupBy {
-  RunGrouping kind = RunGrouping::kEnv;
+  RunGrouping kind = RunGrouping::kAuto;
   std::string env_name;  // for kEnv
 };
 Result<RunGroupBy> ParseRunGroupBy(std::string_view text);

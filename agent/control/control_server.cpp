@@ -24,12 +24,11 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
         alive_(server->alive_),
         socket_(std::move(socket)),
         buffer_(static_cast<size_t>(server->options_.max_request_bytes)),
-        timer_(socket_.get_executor()) {
+        timer_(socket_.get_executor()),
+        idle_since_(std::chrono::steady_clock::now()) {
     ++server_->active_;
   }
-  ~Connection() {
-    if (*alive_) --server_->active_;
-  }
+  ~Connection() { Release(); }
 
   void Start() {
     auto peer = ReadPeerCredentials(socket_.native_handle());
@@ -40,35 +39,63 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
       WriteThenClose(ErrorResponseLine(st));
       return;
     }
-    if (server_->active_ > server_->options_.max_clients) {
+    if (server_->active_ > server_->options_.max_clients && !server_->CloseOldestIdle(this)) {
       ++server_->stats_.refused;
       WriteThenClose(ErrorResponseLine(
           Unavailable("seqpointd serves at most " + std::to_string(server_->options_.max_clients) +
-                      " control clients at once (control.max_clients); retry later")));
+                      " control clients at once (control.max_clients), all of them mid-request; "
+                      "retry later")));
       return;
     }
     ReadNext();
   }
 
+  // Closes the socket and frees the slot at once (the pending handlers run later).
   void Close() {
     boost::system::error_code ignored;
     timer_.cancel();
     socket_.close(ignored);
+    Release();
   }
 
+  // Waiting for a request of which no byte has come yet: closing it loses nothing.
+  bool idle() const { return waiting_ && counted_ && buffer_.size() == 0; }
+  std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
+
  private:
+  void Release() {
+    if (counted_ && *alive_) --server_->active_;
+    counted_ = false;
+  }
+
+  // The deadline of the current read or write: past it the client is closed.
+  void ArmDeadline() {
+    auto self = shared_from_this();
+    timer_.expires_after(std::chrono::milliseconds(server_->options_.client_timeout_ms));
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || !*self->alive_ || !self->counted_) return;
+      ++self->server_->stats_.timed_out;
+      SEQPOINT_LOG(kDebug, std::string("control: closed a client that ") +
+                               (self->waiting_ ? "sent no full request" : "read no answer") +
+                               " within control.client_timeout_ms (" +
+                               std::to_string(self->server_->options_.client_timeout_ms) + " ms)");
+      self->Close();
+    });
+  }
+
   void ReadNext() {
     auto self = shared_from_this();
-    timer_.expires_after(std::chrono::seconds(30));
-    timer_.async_wait([self](boost::system::error_code ec) {
-      if (!ec) self->Close();  // idle client: free its slot
-    });
+    waiting_ = true;
+    idle_since_ = std::chrono::steady_clock::now();
+    ArmDeadline();
     asio::async_read_until(socket_, buffer_, '\n',
                            [self](boost::system::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(boost::system::error_code ec, size_t n) {
     if (!*alive_) return;
+    waiting_ = false;
+    if (!counted_) return;  // closed meanwhile (deadline, or room made for a new client)
     if (ec == asio::error::not_found) {  // buffer full and no newline: oversized request
       ++server_->stats_.errors;
       WriteThenClose(ErrorResponseLine(InvalidArgument(
@@ -96,8 +123,9 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     }
     out_ = std::move(response);
     auto self = shared_from_this();
+    ArmDeadline();
     asio::async_write(socket_, asio::buffer(out_), [self](boost::system::error_code wec, size_t) {
-      if (wec || !*self->alive_) return self->Close();
+      if (wec || !*self->alive_ || !self->counted_) return self->Close();
       self->ReadNext();
     });
   }
@@ -105,6 +133,8 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   void WriteThenClose(std::string line) {
     out_ = std::move(line);
     auto self = shared_from_this();
+    waiting_ = false;
+    ArmDeadline();
     asio::async_write(socket_, asio::buffer(out_),
                       [self](boost::system::error_code, size_t) { self->Close(); });
   }
@@ -115,6 +145,9 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   asio::streambuf buffer_;
   asio::steady_timer timer_;
   std::string out_;
+  std::chrono::steady_clock::time_point idle_since_;  // when the current wait for a request began
+  bool waiting_ = false;  // a read of the next request is under way
+  bool counted_ = true;   // holds one of the max_clients slots (until closed)
 
   friend class ControlServer;
 };
@@ -204,6 +237,21 @@ void ControlServer::Accept() {
       });
 }
 
+bool ControlServer::CloseOldestIdle(const Connection* except) {
+  std::shared_ptr<Connection> oldest;
+  for (const auto& weak : connections_) {
+    auto conn = weak.lock();
+    if (!conn || conn.get() == except || !conn->idle()) continue;
+    if (!oldest || conn->idle_since() < oldest->idle_since()) oldest = conn;
+  }
+  if (!oldest) return false;
+  ++stats_.idle_closed;
+  SEQPOINT_LOG(kDebug, "control: at control.max_clients (" + std::to_string(options_.max_clients) +
+                           "): closed the client idle the longest for a new one");
+  oldest->Close();
+  return true;
+}
+
 Status ControlServer::Reconfigure(const ControlServerOptions& options) {
   auto policy = PeerPolicy::Create(options.group);
   if (!policy.ok()) return policy.status();
@@ -211,6 +259,7 @@ Status ControlServer::Reconfigure(const ControlServerOptions& options) {
   options_.group = options.group;
   options_.max_clients = options.max_clients;
   options_.max_request_bytes = options.max_request_bytes;  // applies to new connections
+  options_.client_timeout_ms = options.client_timeout_ms;  // from each connection's next wait
   return Status::Ok();
 }
 

@@ -1,7 +1,11 @@
 // The control socket (docs/architecture.md): a Unix stream socket serving the line-JSON
 // protocol of control_protocol.h. Each connection: peer credentials checked first (refused
 // with one error line, then closed), then requests answered in order. Bounded everywhere: a
-// request line at most max_request_bytes, at most max_clients connections, 30 s idle timeout.
+// request line at most max_request_bytes; each request line must arrive, and each answer be
+// read, within client_timeout_ms, or the connection is closed; at most max_clients
+// connections, and at that limit a new client closes the connection idle the longest (no
+// request under way), so idle clients can never lock real ones out. A client is refused only
+// when every connection is mid-request.
 //
 // Threads: runs on the daemon's io_context; the handler is called on that thread.
 #pragma once
@@ -28,12 +32,15 @@ struct ControlServerOptions {
   std::string group;  // control.group
   int64_t max_request_bytes = 4096;
   int64_t max_clients = 16;
+  int64_t client_timeout_ms = 5000;  // control.client_timeout_ms
 };
 
 struct ControlServerStats {
   uint64_t requests = 0;
   uint64_t errors = 0;   // bad requests answered with an error
   uint64_t refused = 0;  // peers refused by credentials or the client limit
+  uint64_t timed_out = 0;    // connections closed at their deadline
+  uint64_t idle_closed = 0;  // idle connections closed to make room for a new client
 };
 
 class ControlServer {
@@ -56,6 +63,8 @@ class ControlServer {
   ControlServer(boost::asio::io_context& io, ControlServerOptions options, ControlHandler handler,
                 PeerPolicy policy);
   void Accept();
+  // Closes the connection idle the longest, other than `except`; false when none is idle.
+  bool CloseOldestIdle(const Connection* except);
 
   boost::asio::io_context& io_;
   ControlServerOptions options_;

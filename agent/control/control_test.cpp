@@ -1,11 +1,17 @@
-// The control socket: protocol errors, size limits, client limits and peer credentials.
+// The control socket: protocol errors, size limits, client limits, deadlines and peer
+// credentials.
 #include <doctest/doctest.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <vector>
 
 #include "agent/testing/test_harness.h"
 
@@ -45,6 +51,32 @@ std::string RequestAsNobody(const std::string& socket) {
   int status = 0;
   waitpid(child, &status, 0);
   return out;
+}
+
+// A connected client socket that sends nothing.
+int ConnectTo(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+// Whether the server closes `fd` (EOF or reset) within timeout_ms; data sent first is skipped.
+bool ClosedByServer(int fd, int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    end - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[256];
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
 }
 
 }  // namespace
@@ -111,23 +143,18 @@ TEST_CASE("agent control: an oversized request is refused and the connection clo
   CHECK(j["ok"] == true);
 }
 
-TEST_CASE("agent control: clients beyond control.max_clients are refused") {
+TEST_CASE("agent control: clients beyond control.max_clients, all mid-request, are refused") {
   TempDir dir;
   DaemonConfig cfg = DaemonHarness::TestConfig(dir);
   cfg.control_max_clients = 2;
+  cfg.control_client_timeout_ms = 60000;
   DaemonHarness h;
   REQUIRE(h.Start(cfg, {}).ok());
-  auto open_idle = [&] {
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", h.socket().c_str());
-    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    return fd;
-  };
-  int a = open_idle();
-  int b = open_idle();
-  // Both idle slots are taken once the daemon has accepted them.
+  // Half a request each: neither is idle, so neither makes room for a new client.
+  int a = ConnectTo(h.socket());
+  int b = ConnectTo(h.socket());
+  REQUIRE(write(a, "{\"cmd\"", 6) == 6);
+  REQUIRE(write(b, "{\"cmd\"", 6) == 6);
   bool refused = WaitFor(
       [&] {
         auto r = SendControlLine(h.socket(), R"({"cmd": "status"})");
@@ -141,6 +168,53 @@ TEST_CASE("agent control: clients beyond control.max_clients are refused") {
     auto r = SendControlLine(h.socket(), R"({"cmd": "status"})");
     return r.ok() && r->find("\"ok\":true") != std::string::npos;
   }));
+}
+
+TEST_CASE("agent control: idle clients at control.max_clients make room, oldest first") {
+  TempDir dir;
+  DaemonConfig cfg = DaemonHarness::TestConfig(dir);
+  cfg.control_client_timeout_ms = 60000;  // no deadline here: room is made at the limit alone
+  DaemonHarness h;
+  REQUIRE(h.Start(cfg, {}).ok());
+  REQUIRE(cfg.control_max_clients == 16);
+  // The report of issue 14: 20 idle connections locked every real client out.
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(ConnectTo(h.socket()));
+  for (int i = 0; i < 3; ++i) {
+    auto r = SendControlLine(h.socket(), R"({"cmd": "status"})");
+    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+    CHECK(r->find("\"ok\":true") != std::string::npos);
+  }
+  // The oldest idle ones were closed; the newest are still open.
+  CHECK(ClosedByServer(idle.front(), 5000));
+  CHECK(!ClosedByServer(idle.back(), 200));
+  for (int fd : idle) close(fd);
+}
+
+TEST_CASE("agent control: a client silent past control.client_timeout_ms is closed") {
+  TempDir dir;
+  DaemonConfig cfg = DaemonHarness::TestConfig(dir);
+  cfg.control_client_timeout_ms = 300;
+  DaemonHarness h;
+  REQUIRE(h.Start(cfg, {}).ok());
+  int silent = ConnectTo(h.socket());
+  int partial = ConnectTo(h.socket());
+  REQUIRE(write(partial, "{\"cmd\": \"sta", 12) == 12);  // and never the rest
+  CHECK(ClosedByServer(silent, 20000));
+  CHECK(ClosedByServer(partial, 20000));
+  close(silent);
+  close(partial);
+  // A client that keeps to the deadline is served, request after request.
+  int fd = ConnectTo(h.socket());
+  for (int i = 0; i < 2; ++i) {
+    const std::string req = "{\"cmd\": \"status\"}\n";
+    REQUIRE(write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
+    std::string got;
+    char c = 0;
+    while (read(fd, &c, 1) == 1 && c != '\n') got += c;
+    CHECK(got.find("\"ok\":true") != std::string::npos);
+  }
+  close(fd);
 }
 
 TEST_CASE("agent control: a client that is neither root nor in control.group is refused") {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "agent/daemon/daemon.h"
+#include "agent/source/run_key.h"
 #include "seqpoint/features.h"
 
 namespace seqpoint::daemon {
@@ -51,8 +52,11 @@ json StrataJson(const selector::TimeStrata& t) {
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json RunJson(const RunRecord& r) {
+  const RunAttribution who = AttributionOf(r.key);
   return {{"id", r.id},
           {"key", r.key},
+          {"launcher", who.launcher},
+          {"job_id", who.job},
           {"state", std::string(RunStateName(r.state))},
           {"end_reason", r.end_reason},
           {"started_unix_ns", r.started_unix_ns},

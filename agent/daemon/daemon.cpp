@@ -81,15 +81,24 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string 
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), std::move(config_path),
                                        std::move(overrides), std::move(parts)));
   std::error_code ec;
-  std::filesystem::create_directories(d->config_.state_dir, ec);
+  bool created = std::filesystem::create_directories(d->config_.state_dir, ec);
   if (ec) {
     return IoError("cannot create state directory '" + d->config_.state_dir + "': " + ec.message() +
                    " (set daemon.state_dir or --state-dir)");
   }
-  chmod(d->config_.state_dir.c_str(), 0750);
-  auto store = Store::Open(d->config_.StateDbPath());
+  // Private when seqpointd makes it; one that exists (systemd's StateDirectory=, with its
+  // StateDirectoryMode=, or a directory given by --state-dir) keeps its mode.
+  if (created) chmod(d->config_.state_dir.c_str(), 0700);
+  StoreOptions store_options;
+  store_options.lock_dir = true;  // one daemon per state directory
+  auto store = Store::Open(d->config_.StateDbPath(), store_options);
   if (!store.ok()) return store.status();
   d->store_ = std::move(*store);
+  if (d->store_->recovery()) SEQPOINT_LOG(kWarn, d->store_->recovery()->Describe());
+  if (!d->store_->check_skipped().empty()) {
+    SEQPOINT_LOG(kWarn, "state database '" + d->config_.StateDbPath() +
+                            "' used without a full check: " + d->store_->check_skipped());
+  }
   d->runs_ = std::make_unique<RunManager>(d->store_.get(), nullptr, d->RunOptions());
   SEQPOINT_RETURN_IF_ERROR(d->StartParts());
   return d;
@@ -130,7 +139,8 @@ Status Daemon::StartParts() {
   SEQPOINT_RETURN_IF_ERROR(runs_->Resume());
 
   ControlServerOptions control{config_.ControlSocketPath(), config_.control_group,
-                               config_.control_max_request_bytes, config_.control_max_clients};
+                               config_.control_max_request_bytes, config_.control_max_clients,
+                               config_.control_client_timeout_ms};
   auto control_server = ControlServer::Start(
       io_, control, [this](const ControlRequest& r) { return HandleControl(r); });
   if (!control_server.ok()) return control_server.status();
@@ -275,7 +285,7 @@ void Daemon::Shutdown() {
   if (control_) control_->Stop();
   if (metrics_) metrics_->Stop();
   io_.stop();
-  SEQPOINT_LOG(kInfo, "seqpointd stopped");
+  if (started_unix_ != 0) SEQPOINT_LOG(kInfo, "seqpointd stopped");  // not after a failed start
 }
 
 Status Daemon::Reload() {
@@ -295,7 +305,8 @@ Status Daemon::Reload() {
                  std::to_string(config_.run_energy_sample_interval_ms),
                  std::to_string(next.run_energy_sample_interval_ms));
   ControlServerOptions control{next.ControlSocketPath(), next.control_group,
-                               next.control_max_request_bytes, next.control_max_clients};
+                               next.control_max_request_bytes, next.control_max_clients,
+                               next.control_client_timeout_ms};
   SEQPOINT_RETURN_IF_ERROR(control_->Reconfigure(control));
   // The zero-code probe set: for processes attached from now on (ebpf_source.cpp).
   if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Reconfigure(next));

@@ -63,6 +63,11 @@ std::vector<MetricFamily> Daemon::AgentFamilies() const {
                     .Add({}, self.rss_bytes));
   out.push_back(Gauge("seqpoint_agent_start_time_seconds", "Unix time seqpointd started.")
                     .Add({}, static_cast<double>(started_unix_)));
+  out.push_back(Counter("seqpoint_store_recoveries_total",
+                        "Damaged or empty state databases moved aside at start "
+                        "(state.db.corrupt-<unix time>) and replaced by a fresh one; the log "
+                        "says what was lost.")
+                    .Add({}, store_->recovery() ? 1 : 0));
   return out;
 }
 

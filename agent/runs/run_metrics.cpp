@@ -1,5 +1,7 @@
 #include "agent/runs/run_metrics.h"
 
+#include "agent/source/run_key.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,8 +10,9 @@ namespace seqpoint::daemon {
 
 std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
                                       bool for_upload) {
-  auto info =
-      Gauge("seqpoint_run_info", "A run watched on this node (value 1): its key and state.");
+  auto info = Gauge("seqpoint_run_info",
+                    "A run watched on this node (value 1): its key, state, and the launcher and "
+                    "job id (job_id) it came from (runs.group_by).");
   auto proj = Gauge("seqpoint_run_projection",
                     "Projected whole-run total of a metric from the SeqPoints, in base units.");
   auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
@@ -82,7 +85,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   for (const auto& [id, tracker] : runs.runs()) {
     RunSnapshot s = tracker->Snapshot(1'000'000'000);
     const std::string run = std::to_string(id);
-    info.Add({{"run", run}, {"key", s.run.key}, {"state", std::string(RunStateName(s.run.state))}},
+    const RunAttribution who = AttributionOf(s.run.key);
+    info.Add({{"run", run},
+              {"key", s.run.key},
+              {"state", std::string(RunStateName(s.run.state))},
+              {"launcher", who.launcher},
+              {"job_id", who.job}},  // not "job": Prometheus's own label
              1);
     for (const Projection& p : s.projections) {
       BaseUnit b = ToBaseUnit(p.metric, p.unit);

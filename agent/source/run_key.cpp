@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 namespace seqpoint::daemon {
@@ -21,6 +23,101 @@ std::string ReadSmallFile(const std::string& path, size_t limit) {
 
 std::string PidDir(const std::string& proc_root, pid_t pid) {
   return proc_root + "/" + std::to_string(pid);
+}
+
+// environ is NUL-separated NAME=value; bounded read (an environment over 1 MiB is absurd).
+std::map<std::string, std::string> ReadEnviron(const std::string& proc_root, pid_t pid) {
+  std::map<std::string, std::string> out;
+  const std::string env = ReadSmallFile(PidDir(proc_root, pid) + "/environ", 1 << 20);
+  for (size_t pos = 0; pos < env.size();) {
+    size_t end = env.find('\0', pos);
+    if (end == std::string::npos) end = env.size();
+    const size_t eq = env.find('=', pos);
+    if (eq != std::string::npos && eq < end && eq > pos) {
+      out.emplace(env.substr(pos, eq - pos), env.substr(eq + 1, end - eq - 1));
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+// A value read from a process's environment, fit for a run key and a label: printable ASCII
+// only, at most 128 bytes (labels read from the environment are sanitized and bounded).
+std::string Sanitize(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (out.size() >= 128) break;
+    out += (c > 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '_';
+  }
+  return out;
+}
+
+// /proc/<pid>/stat field 4.
+pid_t ParentPid(const std::string& proc_root, pid_t pid) {
+  std::string stat = ReadSmallFile(PidDir(proc_root, pid) + "/stat", 4096);
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string state, ppid;
+  rest >> state >> ppid;
+  return static_cast<pid_t>(std::strtol(ppid.c_str(), nullptr, 10));
+}
+
+// The pod UID in a Kubernetes cgroup path: ".../kubepods/burstable/pod<uid>/<container>"
+// (cgroupfs driver) or "...kubepods-burstable-pod<uid with _>.slice/..." (systemd driver).
+std::string PodUid(const std::string& cgroup_path) {
+  if (cgroup_path.find("kubepods") == std::string::npos) return {};
+  size_t at = cgroup_path.rfind("pod");
+  while (at != std::string::npos) {
+    std::string uid;
+    for (size_t i = at + 3; i < cgroup_path.size(); ++i) {
+      const char c = cgroup_path[i];
+      if (std::isxdigit(static_cast<unsigned char>(c))) uid += c;
+      else if (c == '-' || c == '_') uid += '-';
+      else break;
+    }
+    if (uid.size() == 36) return uid;
+    at = at == 0 ? std::string::npos : cgroup_path.rfind("pod", at - 1);
+  }
+  return {};
+}
+
+std::string CgroupPath(const std::string& proc_root, pid_t pid) {
+  // cgroup v2: the single line "0::/path" (kernel/cgroup/cgroup.c, proc_cgroup_show).
+  std::istringstream lines(ReadSmallFile(PidDir(proc_root, pid) + "/cgroup", 65536));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("0::", 0) == 0 && line.size() > 3) return line.substr(3);
+  }
+  return {};
+}
+
+// The job as its launcher names it, in the order of docs/config.md (runs.group_by = "auto").
+std::string AutoKey(const std::string& proc_root, pid_t pid) {
+  const auto env = ReadEnviron(proc_root, pid);
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : Sanitize(it->second);
+  };
+  if (std::string id = get("TORCHELASTIC_RUN_ID"); !id.empty()) {
+    // torchrun's default rendezvous id is "none": the rendezvous endpoint tells jobs apart.
+    if (id == "none") id += "@" + get("MASTER_ADDR") + ":" + get("MASTER_PORT");
+    return "torchrun:" + id;
+  }
+  if (std::string job = get("SLURM_JOB_ID"); !job.empty()) {
+    const std::string step = get("SLURM_STEP_ID");
+    return "slurm:" + job + (step.empty() ? "" : "." + step);
+  }
+  if (std::string ns = get("PMIX_NAMESPACE"); !ns.empty()) return "mpi:" + ns;
+  if (std::string job = get("OMPI_MCA_orte_ess_jobid"); !job.empty()) return "mpi:" + job;
+  if (!get("OMPI_COMM_WORLD_SIZE").empty() || !get("PMI_RANK").empty() ||
+      !get("PMI_SIZE").empty()) {
+    // MPICH/Hydra names no job: the node's ranks share their launcher proxy as parent.
+    return "mpi:proxy-" + std::to_string(ParentPid(proc_root, pid));
+  }
+  if (std::string uid = PodUid(CgroupPath(proc_root, pid)); !uid.empty()) return "k8s:pod-" + uid;
+  if (std::string id = get("SEQPOINT_RUN_ID"); !id.empty()) return id;
+  return {};
 }
 
 }  // namespace
@@ -49,31 +146,32 @@ std::string RunKeyFor(const RunGroupBy& group_by, const std::string& proc_root, 
   switch (group_by.kind) {
     case RunGrouping::kPid:
       return fallback;
+    case RunGrouping::kAuto: {
+      std::string key = AutoKey(proc_root, pid);
+      return key.empty() ? fallback : key;
+    }
     case RunGrouping::kEnv: {
-      // environ is NUL-separated NAME=value; bounded read (an environment over 1 MiB is absurd).
-      std::string env = ReadSmallFile(PidDir(proc_root, pid) + "/environ", 1 << 20);
-      const std::string prefix = group_by.env_name + "=";
-      for (size_t pos = 0; pos < env.size();) {
-        size_t end = env.find('\0', pos);
-        if (end == std::string::npos) end = env.size();
-        if (env.compare(pos, prefix.size(), prefix) == 0 && end > pos + prefix.size()) {
-          return env.substr(pos + prefix.size(), end - pos - prefix.size());
-        }
-        pos = end + 1;
-      }
-      return fallback;
+      const auto env = ReadEnviron(proc_root, pid);
+      auto it = env.find(group_by.env_name);
+      return it == env.end() || it->second.empty() ? fallback : it->second;
     }
     case RunGrouping::kCgroup: {
-      // cgroup v2: the single line "0::/path" (kernel/cgroup/cgroup.c, proc_cgroup_show).
-      std::istringstream lines(ReadSmallFile(PidDir(proc_root, pid) + "/cgroup", 65536));
-      std::string line;
-      while (std::getline(lines, line)) {
-        if (line.rfind("0::", 0) == 0 && line.size() > 3) return "cgroup:" + line.substr(3);
-      }
-      return fallback;
+      const std::string path = CgroupPath(proc_root, pid);
+      return path.empty() ? fallback : "cgroup:" + path;
     }
   }
   return fallback;
+}
+
+RunAttribution AttributionOf(const std::string& key) {
+  static const std::pair<const char*, const char*> kPrefixes[] = {
+      {"torchrun:", "torchrun"}, {"slurm:", "slurm"},   {"mpi:", "mpi"},
+      {"k8s:pod-", "kubernetes"}, {"cgroup:", "cgroup"}, {"pid:", "process"}};
+  for (const auto& [prefix, launcher] : kPrefixes) {
+    const std::string p(prefix);
+    if (key.rfind(p, 0) == 0) return {launcher, key.substr(p.size())};
+  }
+  return {"env", key};
 }
 
 }  // namespace seqpoint::daemon

@@ -1,6 +1,10 @@
 #include "agent/store/sqlite_db.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace seqpoint::daemon {
@@ -114,6 +118,98 @@ Result<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(std::string_view sql)
                     "`: " + sqlite3_errmsg(db_));
   }
   return std::make_unique<SqliteStatement>(db_, stmt, path_);
+}
+
+namespace {
+
+bool IsDamage(int rc) {
+  int primary = rc & 0xff;
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+}
+
+struct Deadline {
+  std::chrono::steady_clock::time_point end;
+  bool hit = false;
+};
+
+int PastDeadline(void* arg) {
+  auto* d = static_cast<Deadline*>(arg);
+  if (std::chrono::steady_clock::now() < d->end) return 0;
+  d->hit = true;
+  return 1;  // interrupts the statement (SQLITE_INTERRUPT)
+}
+
+}  // namespace
+
+Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::milliseconds limit) {
+  SqliteFileCheck out;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return out;
+    return IoError("cannot stat state database '" + path + "': " + std::strerror(errno) +
+                   " (check the permissions of daemon.state_dir)");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument("state database '" + path +
+                           "' is not a regular file (remove it or set daemon.state_dir)");
+  }
+  out.bytes = st.st_size;
+  if (st.st_size == 0) {
+    out.verdict = SqliteFileCheck::Verdict::kEmpty;
+    out.detail = "empty: 0 bytes";
+    return out;
+  }
+  sqlite3* db = nullptr;
+  // Read-only, no checkpoint on close: the check never writes the WAL into a damaged file nor
+  // deletes it, so what is moved aside is what was found.
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  auto fail = [&](int code) -> Result<SqliteFileCheck> {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+    sqlite3_close_v2(db);
+    if (IsDamage(code)) {
+      out.verdict = SqliteFileCheck::Verdict::kDamaged;
+      out.detail = msg;
+      return out;
+    }
+    return IoError("cannot check state database '" + path + "': " + msg +
+                   " (check that it and its directory are writable by seqpointd)");
+  };
+  if (rc != SQLITE_OK) return fail(rc);
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_busy_timeout(db, 5000);
+  Deadline deadline{std::chrono::steady_clock::now() + limit};
+  sqlite3_progress_handler(db, 100, PastDeadline, &deadline);
+  sqlite3_stmt* stmt = nullptr;
+  rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return fail(rc);
+  std::string problems;
+  int rows = 0;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    std::string row = text ? text : "";
+    if (row == "ok") continue;
+    if (rows++ < 3) problems += (problems.empty() ? "" : "; ") + row;
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    if ((rc & 0xff) == SQLITE_INTERRUPT && deadline.hit) {
+      sqlite3_close_v2(db);
+      out.verdict = SqliteFileCheck::Verdict::kUnchecked;
+      out.detail = "quick_check ran past " + std::to_string(limit.count()) + " ms";
+      return out;
+    }
+    return fail(rc);
+  }
+  sqlite3_close_v2(db);
+  if (rows > 0) {
+    out.verdict = SqliteFileCheck::Verdict::kDamaged;
+    out.detail = "quick_check: " + problems + (rows > 3 ? " (and " + std::to_string(rows - 3) +
+                                                           " more)" : "");
+    return out;
+  }
+  out.verdict = SqliteFileCheck::Verdict::kOk;
+  return out;
 }
 
 SqliteTransaction::~SqliteTransaction() {

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -68,6 +69,26 @@ class SqliteDb {
   sqlite3* db_;
   std::string path_;
 };
+
+// What an existing database file is found to be before it is used.
+struct SqliteFileCheck {
+  enum class Verdict {
+    kAbsent,     // no file: a new database will be created
+    kOk,         // PRAGMA quick_check says "ok"
+    kEmpty,      // 0 bytes: whatever was there is gone
+    kDamaged,    // not a database, or quick_check found damage (detail says what)
+    kUnchecked,  // quick_check ran past its time limit; the file is used as it is
+  };
+  Verdict verdict = Verdict::kAbsent;
+  std::string detail;  // SQLite's words for the damage
+  int64_t bytes = 0;   // the file's size
+};
+
+// Opens `path` read-only and runs PRAGMA quick_check, interrupted after
+// `limit`. Damage (SQLITE_CORRUPT, SQLITE_NOTADB, a quick_check row other than "ok") is a
+// verdict; other failures (permissions, I/O) are errors, since moving such a file aside would
+// lose a database that is fine.
+Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::milliseconds limit);
 
 // BEGIN IMMEDIATE ... COMMIT; rolls back in the destructor unless Commit() succeeded.
 class SqliteTransaction {

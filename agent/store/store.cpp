@@ -1,6 +1,11 @@
 // Schema, migration and the run tables. The spool and the cost history are in store_spool.cpp.
 #include "agent/store/store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -133,11 +138,87 @@ RunState ParseRunState(std::string_view s) {
   return RunState::kFinished;
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+std::string StoreRecovery::Describe() const {
+  std::string out = "state database '" + path + "' was damaged (" + reason +
+                    "); moved it aside to '" + moved_to +
+                    "' (with its -wal and -shm, if any) and started on a fresh database: the "
+                    "runs, their SeqPoints, measurements and projections, the per-SL cost "
+                    "history and any batches not yet uploaded that it held are not in the new "
+                    "one, and no active run resumes";
+  if (bytes > 0) out += " (salvage what is left with `sqlite3 " + moved_to + " .recover`)";
+  return out;
+}
+
+namespace {
+
+// Renames path and its -wal/-shm to <path>.corrupt-<unix>[.<n>] (+ -wal/-shm); returns the new
+// name of the main file.
+Result<std::string> MoveAside(const std::string& path) {
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::string target = path + ".corrupt-" + std::to_string(now);
+  for (int n = 1; access(target.c_str(), F_OK) == 0; ++n) {
+    target = path + ".corrupt-" + std::to_string(now) + "." + std::to_string(n);
+  }
+  // The -wal and -shm first: were the main file moved and these left, SQLite would replay the
+  // old WAL into the fresh database.
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::string from = path + suffix;
+    if (rename(from.c_str(), (target + suffix).c_str()) != 0 && errno != ENOENT) {
+      return IoError("cannot move damaged '" + from + "' aside: " + std::strerror(errno) +
+                     " (move or remove it by hand)");
+    }
+  }
+  if (rename(path.c_str(), target.c_str()) != 0) {
+    return IoError("cannot move damaged state database '" + path + "' aside: " +
+                   std::strerror(errno) + " (move or remove it by hand)");
+  }
+  return target;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
+  std::unique_ptr<StateDirLock> lock;
+  if (options.lock_dir) {
+    size_t slash = path.rfind('/');
+    auto locked = StateDirLock::Acquire(slash == std::string::npos ? "."
+                                        : slash == 0                ? "/"
+                                                                    : path.substr(0, slash));
+    if (!locked.ok()) return locked.status();
+    lock = std::move(*locked);
+  }
+  auto check = CheckSqliteFile(path, options.check_limit);
+  if (!check.ok()) return check.status();
+  std::optional<StoreRecovery> recovery;
+  using Verdict = SqliteFileCheck::Verdict;
+  Verdict verdict = check->verdict;
+  if (verdict == Verdict::kEmpty || verdict == Verdict::kDamaged) {
+    auto moved = MoveAside(path);
+    if (!moved.ok()) return moved.status();
+    recovery = StoreRecovery{path, *moved, check->detail, check->bytes};
+    verdict = Verdict::kAbsent;
+  }
+  if (verdict == Verdict::kAbsent) {
+    // SQLite would create it 0644 under the usual umask 022: the state is the agent's alone.
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, options.create_mode);
+    if (fd >= 0) {
+      fchmod(fd, options.create_mode);  // whatever the umask
+      close(fd);
+    } else if (errno != EEXIST) {
+      return IoError("cannot create state database '" + path + "': " + std::strerror(errno) +
+                     " (check that its directory exists and is writable, or set "
+                     "daemon.state_dir)");
+    }
+  }
   auto db = SqliteDb::Open(path);
   if (!db.ok()) return db.status();
   std::unique_ptr<Store> store(new Store(std::move(*db)));
   SEQPOINT_RETURN_IF_ERROR(store->Migrate());
+  store->lock_ = std::move(lock);
+  store->recovery_ = std::move(recovery);
+  if (check->verdict == Verdict::kUnchecked) store->check_skipped_ = check->detail;
   return store;
 }
 

@@ -10,6 +10,9 @@
 // Threads: used from the io_context thread only.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +21,7 @@
 
 #include "agent/store/run_model.h"
 #include "agent/store/sqlite_db.h"
+#include "agent/store/state_lock.h"
 #include "common/status.h"
 
 namespace seqpoint::daemon {
@@ -51,9 +55,39 @@ struct SpoolStats {
   int64_t samples = 0;
 };
 
+// A damaged state database found at open and moved aside (Store::Open).
+struct StoreRecovery {
+  std::string path;      // where the database was
+  std::string moved_to;  // where it is now (its -wal and -shm beside it, same suffix)
+  std::string reason;    // what was wrong: "empty: 0 bytes", or SQLite's words
+  int64_t bytes = 0;     // its size
+  // The warning for the log: the file moved, why, and what the fresh database lacks.
+  std::string Describe() const;
+};
+
+struct StoreOptions {
+  // PRAGMA quick_check at open stops after this long; the file is then used unchecked.
+  std::chrono::milliseconds check_limit{10000};
+  // Mode of a state.db created here (its -wal and -shm take the same): private to the agent.
+  mode_t create_mode = 0600;
+  // Take the state directory's lock (state_lock.h) first and hold it while the Store lives;
+  // the daemon does, so a second one never checks, moves aside or writes a database in use.
+  bool lock_dir = false;
+};
+
 class Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Opens, creating the file (create_mode) when absent. An existing file is checked first: a
+  // 0-byte file, or one that is not a database or fails quick_check, is moved aside to
+  // <path>.corrupt-<unix time> (with its -wal and -shm) and a fresh database is created in its
+  // place, so a node agent never crash-loops on a damaged file; recovery() then says so. Other
+  // failures (permissions, I/O, a newer schema) are errors and leave the file alone.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, StoreOptions options = {});
+
+  // Set when Open moved a damaged file aside.
+  const std::optional<StoreRecovery>& recovery() const { return recovery_; }
+  // Set when the check at open ran past its limit (the file was used unchecked).
+  const std::string& check_skipped() const { return check_skipped_; }
 
   // Runs.
   Result<int64_t> CreateRun(const RunRecord& run);
@@ -93,6 +127,9 @@ class Store {
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   Status Migrate();
   std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<StateDirLock> lock_;
+  std::optional<StoreRecovery> recovery_;
+  std::string check_skipped_;
 };
 
 }  // namespace seqpoint::daemon

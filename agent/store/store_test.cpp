@@ -2,7 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/testing/test_util.h"
 
@@ -171,4 +177,141 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
   REQUIRE(back->projections.size() == 2);
   CHECK(!back->projections[0].perturbed);
   CHECK(back->projections[1].perturbed);
+}
+
+namespace {
+
+// A closed state database holding one run and enough spool to span many pages.
+void WriteStateDb(const std::string& path, int batches = 50) {
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  RunRecord r;
+  r.key = "job-7";
+  auto id = (*store)->CreateRun(r);
+  REQUIRE(id.ok());
+  REQUIRE((*store)->SaveRun(SampleRun(*id), {}, {}).ok());
+  for (int i = 0; i < batches; ++i) {
+    REQUIRE((*store)->SpoolPush(std::string(4000, 'a' + i % 26), 1, 1 << 30).ok());
+  }
+}
+
+std::vector<std::string> CorruptFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("state.db.corrupt-", 0) == 0) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("agent store: a new state.db is private (0600), whatever the umask") {
+  testing::TempDir dir;
+  mode_t old = umask(022);
+  auto store = Store::Open(dir.File("state.db"));
+  umask(old);
+  REQUIRE(store.ok());
+  CHECK(!(*store)->recovery());
+  struct stat st {};
+  REQUIRE(stat(dir.File("state.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(stat(dir.File("state.db-wal").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("agent store: a 0-byte state.db is moved aside, said, and a fresh one made") {
+  testing::TempDir dir;
+  dir.Write("state.db", "");
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  REQUIRE((*store)->recovery());
+  const StoreRecovery& rec = *(*store)->recovery();
+  CHECK(rec.reason == "empty: 0 bytes");
+  CHECK(rec.moved_to.find(dir.File("state.db.corrupt-")) == 0);
+  CHECK(CorruptFiles(dir.path()).size() == 1);
+  CHECK(rec.Describe().find("moved it aside to '" + rec.moved_to + "'") != std::string::npos);
+  CHECK(rec.Describe().find("started on a fresh database") != std::string::npos);
+  CHECK((*store)->ListRuns(false, 10)->empty());
+  RunRecord r;
+  r.key = "after";
+  CHECK((*store)->CreateRun(r).ok());
+}
+
+TEST_CASE("agent store: a truncated, overwritten or foreign state.db is moved aside with its WAL") {
+  for (std::string damage : {"truncated", "overwritten", "garbage"}) {
+    CAPTURE(damage);
+    testing::TempDir dir;
+    const std::string path = dir.File("state.db");
+    WriteStateDb(path);
+    auto size = std::filesystem::file_size(path);
+    REQUIRE(size > 16 * 4096);
+    if (damage == "truncated") {
+      std::filesystem::resize_file(path, size / 3 + 1000);
+    } else if (damage == "overwritten") {  // the pages past the first, garbage
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(4096);
+      std::string junk(8 * 4096, '\x5a');
+      f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    } else {
+      dir.Write("state.db", std::string(10000, 'g'));
+    }
+    dir.Write("state.db-wal", "");  // a leftover WAL goes with it, never into the new file
+    auto store = Store::Open(path);
+    REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+    REQUIRE((*store)->recovery());
+    const StoreRecovery& rec = *(*store)->recovery();
+    CHECK(!rec.reason.empty());
+    CHECK(std::filesystem::exists(rec.moved_to));
+    CHECK(std::filesystem::exists(rec.moved_to + "-wal"));
+    CHECK((*store)->ListRuns(false, 10)->empty());
+    auto again = Store::Open(dir.File("other.db"));  // a healthy file is left alone
+    REQUIRE(again.ok());
+    CHECK(!(*again)->recovery());
+  }
+  testing::TempDir dir;  // and a healthy one reopens with its data, nothing moved
+  WriteStateDb(dir.File("state.db"));
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  CHECK(!(*store)->recovery());
+  CHECK((*store)->ListRuns(false, 10)->size() == 1);
+  CHECK(CorruptFiles(dir.path()).empty());
+}
+
+TEST_CASE("agent store: the check at open is bounded in time, past it the file is used as is") {
+  testing::TempDir dir;
+  WriteStateDb(dir.File("state.db"), 500);  // 2 MB: many thousands of quick_check steps
+  auto check = CheckSqliteFile(dir.File("state.db"), std::chrono::milliseconds(0));
+  REQUIRE(check.ok());
+  CHECK(check->verdict == SqliteFileCheck::Verdict::kUnchecked);
+  StoreOptions options;
+  options.check_limit = std::chrono::milliseconds(0);
+  auto store = Store::Open(dir.File("state.db"), options);
+  REQUIRE(store.ok());
+  CHECK(!(*store)->recovery());
+  CHECK((*store)->check_skipped().find("quick_check ran past 0 ms") == 0);
+  CHECK((*store)->ListRuns(false, 10)->size() == 1);
+}
+
+TEST_CASE("agent store: one daemon per state directory, a second is told who holds it") {
+  testing::TempDir dir;
+  StoreOptions locked;
+  locked.lock_dir = true;
+  {
+    auto first = Store::Open(dir.File("state.db"), locked);
+    REQUIRE_MESSAGE(first.ok(), first.status().ToString());
+    auto second = Store::Open(dir.File("state.db"), locked);
+    REQUIRE(!second.ok());
+    CHECK(second.status().code() == seqpoint::ErrorCode::kUnavailable);
+    CHECK(second.status().message() ==
+          "state directory '" + dir.path() + "' is in use by another seqpointd (pid " +
+              std::to_string(getpid()) + ", holding " + dir.File("seqpointd.lock") +
+              "); stop it, or give this one its own --state-dir (daemon.state_dir)");
+    struct stat st {};
+    REQUIRE(stat(dir.File("seqpointd.lock").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+  }
+  // Released with the Store (and by the kernel when a daemon dies).
+  CHECK(Store::Open(dir.File("state.db"), locked).ok());
 }

@@ -2,8 +2,11 @@
 // restart. Replays the recorded trace (the live eBPF path is covered by the e2e test).
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "agent/testing/seqpointd_process.h"
 #include "agent/store/store.h"
@@ -70,6 +73,76 @@ TEST_CASE("agent seqpointd: --check-config refuses a misspelt perf event, naming
       dir.Write("action.toml", "[runs]\nobserver_effect_action = \"dorp\"\n"));
   CHECK(action == 2);
   CHECK(action_out.find("action.toml:2:26: key 'runs.observer_effect_action'") != std::string::npos);
+}
+
+TEST_CASE("agent seqpointd: a directory, /dev/zero or a FIFO as --config exits 2 at once") {
+  TempDir dir;
+  auto [d, d_out] = RunToExit("--config " + dir.path() + " --state-dir " + dir.File("state") +
+                              " --runtime-dir " + dir.File("run") + " --metrics-listen ''");
+  CHECK(d == 2);
+  CHECK(d_out.find("is a directory, not a regular file") != std::string::npos);
+  auto [z, z_out] = RunToExit("--check-config --config /dev/zero");
+  CHECK(z == 2);
+  CHECK(z_out.find("is a character device") != std::string::npos);
+  std::string fifo = dir.File("fifo.toml");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto [f, f_out] = RunToExit("--check-config --config " + fifo);
+  CHECK(f == 2);
+  CHECK(f_out.find("is a FIFO") != std::string::npos);
+}
+
+TEST_CASE("agent seqpointd: a damaged state.db is moved aside and said, with no restart loop") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("state"));
+  dir.Write("state/state.db", std::string(8192, 'x'));  // "file is not a database"
+  Seqpointd d(dir,
+              {"--replay", RecordedTrace() + "@job", "--replay-rows", "50", "--replay-no-exit"},
+              "damaged.log");
+  REQUIRE(d.Ready());
+  CHECK(d.Log().find("was damaged") != std::string::npos);
+  CHECK(d.Log().find("moved it aside to '" + dir.File("state/state.db.corrupt-")) !=
+        std::string::npos);
+  CHECK(d.Metrics().find("seqpoint_store_recoveries_total 1") != std::string::npos);
+  d.Signal(SIGTERM);
+  CHECK(d.Wait() == 0);
+}
+
+TEST_CASE("agent seqpointd: a state directory and state.db it creates are private") {
+  TempDir dir;
+  mode_t old = umask(022);
+  Seqpointd d(dir,
+              {"--replay", RecordedTrace() + "@job", "--replay-rows", "50", "--replay-no-exit"},
+              "private.log");
+  umask(old);
+  REQUIRE(d.Ready());
+  struct stat st {};
+  REQUIRE(stat(dir.File("state").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  REQUIRE(stat(dir.File("state/state.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(d.Metrics().find("seqpoint_store_recoveries_total 0") != std::string::npos);
+  d.Signal(SIGTERM);
+  CHECK(d.Wait() == 0);
+}
+
+TEST_CASE("agent seqpointd: a second daemon on the same state directory exits, naming the first") {
+  TempDir dir;
+  Seqpointd first(dir, {"--replay", RecordedTrace() + "@job", "--replay-rows", "50",
+                        "--replay-no-exit"},
+                  "first.log");
+  REQUIRE(first.Ready());
+  json status = first.Request("status");
+  REQUIRE(status.is_object());
+  const std::string pid = std::to_string(status["pid"].get<int64_t>());
+  auto [rc, out] = RunToExit("--state-dir " + dir.File("state") + " --runtime-dir " +
+                             dir.File("run2") + " --metrics-listen ''");
+  CHECK(rc == 1);
+  CHECK(out.find("state directory '" + dir.File("state") +
+                 "' is in use by another seqpointd (pid " + pid + ",") != std::string::npos);
+  // The first goes on undisturbed.
+  CHECK(first.Request("status").is_object());
+  first.Signal(SIGTERM);
+  CHECK(first.Wait() == 0);
 }
 
 TEST_CASE("agent seqpointd: SIGTERM flushes state and exits 0, the run stays active to resume") {
