@@ -15,7 +15,11 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQPOINT
   ${SEQPOINT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "test.sh: built in $(( $(date +%s) - start )) s"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600
+if ! ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600; then
+  echo "test.sh: tests failed (above, with their output); fuzzing skipped. Re-run the failed" \
+       "ones with: ctest --test-dir $BUILD_DIR --rerun-failed --output-on-failure" >&2
+  exit 1
+fi
 echo "test.sh: ctest done at $(( $(date +%s) - start )) s"
 if [ "$FUZZ_SECONDS" != 0 ] && [ -x fuzz/run-fuzzers.sh ]; then
   fuzz/run-fuzzers.sh "$FUZZ_SECONDS"

@@ -14,6 +14,7 @@
 #include "agent/runs/run_metrics.h"
 #include "agent/source/source_metrics.h"
 #include "agent/upload/upload_metrics.h"
+#include "common/procfs.h"
 #include "seqpoint/features.h"
 
 namespace seqpoint::daemon {
@@ -27,18 +28,9 @@ struct SelfUsage {
 // /proc/self/stat fields 14-15 (utime, stime, clock ticks); /proc/self/statm field 2 (pages).
 SelfUsage ReadSelfUsage() {
   SelfUsage u;
-  std::ifstream stat("/proc/self/stat");
-  std::string text;
-  std::getline(stat, text, '\0');  // reports a read error as badbit, never throws
-  size_t close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest(text.substr(close + 2));
-    std::string f;
-    double ticks = 0;
-    for (int i = 3; i <= 15 && rest >> f; ++i) {
-      if (i >= 14) ticks += std::strtod(f.c_str(), nullptr);
-    }
-    u.cpu_seconds = ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (auto stat = ReadProcStat("/proc", "self"); stat.ok()) {
+    u.cpu_seconds = static_cast<double>(stat->utime + stat->stime) /
+                    static_cast<double>(sysconf(_SC_CLK_TCK));
   }
   std::ifstream statm("/proc/self/statm");
   double size = 0, resident = 0;

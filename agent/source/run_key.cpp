@@ -1,5 +1,7 @@
 #include "agent/source/run_key.h"
 
+#include "common/procfs.h"
+
 #include <sys/stat.h>
 
 #include <cctype>
@@ -52,15 +54,9 @@ std::string Sanitize(const std::string& v) {
   return out;
 }
 
-// /proc/<pid>/stat field 4.
 pid_t ParentPid(const std::string& proc_root, pid_t pid) {
-  std::string stat = ReadSmallFile(PidDir(proc_root, pid) + "/stat", 4096);
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string state, ppid;
-  rest >> state >> ppid;
-  return static_cast<pid_t>(std::strtol(ppid.c_str(), nullptr, 10));
+  auto stat = ReadProcStat(proc_root, std::to_string(pid));
+  return stat.ok() ? stat->ppid : 0;
 }
 
 // The pod UID in a Kubernetes cgroup path: ".../kubepods/burstable/pod<uid>/<container>"
@@ -123,16 +119,8 @@ std::string AutoKey(const std::string& proc_root, pid_t pid) {
 }  // namespace
 
 uint64_t ProcessStartTime(const std::string& proc_root, pid_t pid) {
-  std::string stat = ReadSmallFile(PidDir(proc_root, pid) + "/stat", 4096);
-  // comm (field 2) may hold spaces and parentheses: fields resume after the last ')'.
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
+  auto stat = ReadProcStat(proc_root, std::to_string(pid));
+  return stat.ok() ? stat->start_time : 0;
 }
 
 bool ProcessExists(const std::string& proc_root, pid_t pid) {
