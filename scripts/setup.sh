@@ -15,6 +15,8 @@ PKGS=(
   libprotobuf-dev protobuf-compiler libsnappy-dev libssl-dev
   # tests
   doctest-dev prometheus python3 systemd util-linux iproute2 procps curl
+  # `seqpoint report --html` rendered in headless Chromium (report_html_test)
+  chromium
   # tests of the TLS upload: certificates (openssl CLI), Prometheus basic_auth_users hashes
   openssl python3-bcrypt
   # training workload

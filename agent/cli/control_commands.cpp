@@ -2,13 +2,16 @@
 // socket (agent/control/control_protocol.h) and print the answer for people, or as JSON with
 // --json. The socket is --socket, else $SEQPOINT_CONTROL_SOCKET, else /run/seqpoint/control.sock.
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "agent/cli/cli_args.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/control_render.h"
+#include "agent/cli/report_html.h"
 #include "agent/control/control_client.h"
 
 namespace seqpoint::cli {
@@ -21,6 +24,33 @@ const OptionSpec kSocket{"--socket", true,
                          "$SEQPOINT_CONTROL_SOCKET or /run/seqpoint/control.sock)",
                          "PATH"};
 const OptionSpec kJson{"--json", false, "print the daemon's answer as JSON"};
+
+// `report --from-json FILE`: a saved `report --json` answer instead of the daemon's.
+Result<nlohmann::json> LoadAnswer(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) return InvalidArgument(path + ": not JSON");
+  return j;
+}
+
+// `report --html FILE`: the answer as one self-contained HTML page.
+int WriteHtml(const nlohmann::json& answer, const std::string& path) {
+  const std::string node =
+      answer.contains("node") && answer["node"].is_string() ? answer["node"].get<std::string>()
+                                                            : LocalNodeName();
+  std::ofstream out(path);
+  out << RenderReportHtml(answer, node);
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "seqpoint: cannot write %s\n", path.c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
 
 // Parses, asks, prints. `build` fills the request from the parsed arguments (or fails with a
 // usage error); `render` prints the human form.
@@ -39,7 +69,8 @@ int Ask(Args args, std::string_view usage, std::string_view description,
     PrintHelp(usage, description, specs);
     return 0;
   }
-  if (parsed->positional().size() != positionals) {
+  const auto saved = parsed->Get("--from-json");
+  if (parsed->positional().size() != (saved ? 0 : positionals)) {
     std::fprintf(stderr, "usage: seqpoint %.*s (see --help)\n", static_cast<int>(usage.size()),
                  usage.data());
     return 2;
@@ -51,11 +82,12 @@ int Ask(Args args, std::string_view usage, std::string_view description,
     return 2;
   }
   std::string socket = daemon::ResolveControlSocket(parsed->Get("--socket").value_or(""));
-  auto answer = daemon::SendControlRequest(socket, request);
+  auto answer = saved ? LoadAnswer(*saved) : daemon::SendControlRequest(socket, request);
   if (!answer.ok()) {
     std::fprintf(stderr, "seqpoint: %s\n", answer.status().message().c_str());
     return 1;
   }
+  if (auto html = parsed->Get("--html")) return WriteHtml(*answer, *html);
   if (parsed->Has("--json")) {
     std::printf("%s\n", answer->dump(2).c_str());
   } else {
@@ -113,12 +145,18 @@ int RunShowCommand(Args args) {
 
 int RunReportCommand(Args args) {
   return Ask(
-      args, "report RUN [--days N] [--json]",
+      args, "report RUN [--days N] [--json | --html FILE] | report --from-json FILE --html FILE",
       "show, plus every measurement of the run and how the cost of its main SL bins on "
-      "this node moved over the last N days (default 30).",
-      {{"--days", true, "history window of N days (default 30)", "N"}}, 1,
+      "this node moved over the last N days (default 30). --html writes it as one "
+      "self-contained page with plots (no scripts, no network; printable).",
+      {{"--days", true, "history window of N days (default 30)", "N"},
+       {"--html", true, "write the report as a self-contained HTML page to FILE", "FILE"},
+       {"--from-json", true,
+        "render a saved `report --json` answer instead of asking seqpointd", "FILE"}},
+      1,
       [](const ParsedArgs& a, ControlRequest* r) -> Status {
         r->cmd = "report";
+        if (a.positional().empty()) return Status::Ok();  // --from-json: no daemon asked
         r->run = a.positional()[0];
         auto days = a.GetInt("--days");
         if (!days.ok()) return days.status();
