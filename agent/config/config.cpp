@@ -193,6 +193,9 @@ const std::vector<KeySpec>& Specs() {
           "what groups ranks into one run: auto (the job its launcher names: torchrun, Slurm, "
           "MPI, a Kubernetes pod, then SEQPOINT_RUN_ID, then the process), env:NAME "
           "(environment variable), cgroup, or pid"),
+      Str("runs.only_key", &DaemonConfig::run_only_key,
+          "watch only processes whose run key starts with this (a private daemon watching its "
+          "own job, as the demo's); empty: every process that marks iterations"),
       Int("runs.budget", &DaemonConfig::run_budget, 1, 1000000,
           "at most this many iterations per run measured by the collectors (the SeqPoints' "
           "cost), whatever the run's length"),

@@ -41,6 +41,7 @@ struct DaemonConfig {
 
   // [runs]
   std::string run_group_by = "auto";  // auto | env:NAME | cgroup | pid
+  std::string run_only_key;           // watch only run keys with this prefix (empty: all)
   int64_t run_budget = 4096;             // at most this many iterations measured per run
   double run_budget_fraction = 0;        // and at most this fraction of iterations (0: off)
   int64_t run_budget_per_doubling = 16;  // measurements per doubling of the run (0: caps only)

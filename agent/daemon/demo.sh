@@ -41,8 +41,10 @@ work="$(mktemp -d /tmp/seqpoint-demo.XXXXXX)"
 # trainer's ~600 context switches per iteration takes a trap, and the measured iterations
 # run tens of percent slower than the others (the self-check shows it). On bare metal, add
 # "cycles", "instructions", "cache-misses".
-printf '[runs]\nbudget_per_doubling = %s\n[collectors]\nperf.events = [%s]\n' \
-  "${PER_DOUBLING:-16}" \
+run="demo-$$"
+# only_key: this private daemon watches its own trainer, not other people's jobs on the node.
+printf '[runs]\nbudget_per_doubling = %s\nonly_key = "%s"\n[collectors]\nperf.events = [%s]\n' \
+  "${PER_DOUBLING:-16}" "$run" \
   "${PERF_EVENTS:-\"task-clock\", \"page-faults\", \"context-switches\", \"cpu-migrations\"}" \
   > "$work/seqpointd.toml"
 export SEQPOINT_CONTROL_SOCKET="$work/run/control.sock"
@@ -55,7 +57,6 @@ trap cleanup EXIT
 for _ in $(seq 100); do "$seqpoint" status >/dev/null 2>&1 && break; sleep 0.1; done
 "$seqpoint" status
 
-run="demo-$$"
 echo
 echo "demo: training $iterations iterations (run $run); live projection of the whole run:"
 SEQPOINT_RUN_ID="$run" SEQPOINT_TRAIN="$build/examples/seqpoint-train" \

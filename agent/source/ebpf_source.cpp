@@ -170,6 +170,12 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
 
   // probes::DiscoveryListener
   bool OnTargets(const probes::ProcessTargets& targets) override {
+    // runs.only_key: a private daemon leaves everyone else's jobs alone (no probe attached).
+    if (!only_key_.empty() &&
+        RunKeyFor(group_by_, proc_root_, targets.identity.pid, targets.identity.start_time)
+                .rfind(only_key_, 0) != 0) {
+      return false;
+    }
     auto attached = probes_->AttachTargets(targets);
     if (!attached.ok()) {
       SEQPOINT_LOG(kWarn, "cannot attach to pid " + std::to_string(targets.identity.pid) + ": " +
@@ -246,6 +252,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (!group_by.ok()) return group_by.status().WithContext("runs.group_by");
     group_by_ = *group_by;
     proc_root_ = config.proc_root;
+    only_key_ = config.run_only_key;
     return Status::Ok();
   }
   void Announce(const ProcessInfo& info) {
@@ -333,6 +340,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   std::vector<probes::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
   RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
   std::string proc_root_;
+  std::string only_key_;  // runs.only_key
   std::set<int> exited_mid_;
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -32,7 +32,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& librar
   if (lib->handle_ == nullptr) {
     const char* err = dlerror();
     return NotFound("NVML not present: dlopen(" + library + "): " + (err ? err : "failed") +
-                    " (install the NVIDIA driver, or set collectors.nvml.library)");
+                    " (no NVIDIA driver here: nothing to do on a node without NVIDIA GPUs; on one with "
+                    "them, install the driver or set collectors.nvml.library)");
   }
   struct Required {
     const char* symbol;

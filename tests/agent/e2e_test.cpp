@@ -109,6 +109,30 @@ TEST_CASE("agent e2e: a process dying inside an iteration closes its run as cras
   CHECK(run["iterations"].get<uint64_t>() <= 201);
 }
 
+TEST_CASE("agent e2e: runs.only_key watches its own job and leaves the others alone") {
+  if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
+  TempDir dir;
+  const std::string mine = "e2e-mine-" + std::to_string(getpid());
+  const std::string other = "e2e-other-" + std::to_string(getpid());
+  Seqpointd d(dir, {"--config", dir.Write("c.toml", "[runs]\nonly_key = \"" + mine + "\"\n")},
+              "seqpointd.log");
+  REQUIRE(d.Ready());
+  TrainingChild theirs(other, {Workload(), "--wait", "--iters", "50", "--work-us", "500",
+                               "--seq-lens", "8,16"});
+  TrainingChild w(mine, {Workload(), "--wait", "--iters", "50", "--work-us", "500", "--seq-lens",
+                         "8,16"});
+  REQUIRE(WaitFor([&] { return d.Show(mine).is_object(); }));  // attached at exec
+  theirs.SendLine();
+  w.SendLine();
+  REQUIRE(theirs.Wait() == 0);
+  REQUIRE(w.Wait() == 0);
+  json run = d.ClosedRun(mine);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  CHECK(run["iterations"].get<uint64_t>() == 50);
+  CHECK_FALSE(d.Show(other).is_object());  // never a run, never a probe
+  CHECK(d.Log().find("pid " + std::to_string(theirs.pid())) == std::string::npos);
+}
+
 // Rare SLs are the tail bins' only candidates: a chosen iteration whose SL the process has
 // never shown before must still have its begin hooked and its collectors run. Here every SL
 // occurs once, so any hook armed per already-seen SL would leave every SeqPoint without data.
