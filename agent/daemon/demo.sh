@@ -29,7 +29,12 @@ if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 echo "demo: building seqpointd, seqpoint and seqpoint-train in $build (libtorch takes minutes the first time)"
-cmake --build "$build" --target seqpointd seqpoint seqpoint-train seqpoint_example_corpora -j "$(nproc)" >/dev/null
+# Progress: every 20th build step, and the last (a first build is ~300 steps, minutes each way).
+cmake --build "$build" --target seqpointd seqpoint seqpoint-train seqpoint_example_corpora \
+  -j "$(nproc)" 2>&1 | awk '/^\[[0-9]+\/[0-9]+\]/ { n++; last = $1; if (n % 20 == 1) print "demo: build step " $1 }
+                           /error:|FAILED/ { print; failed = 1 }
+                           END { if (last != "") print "demo: build step " last " (done)"; exit failed }' ||
+  { echo "demo: the build failed (above)" >&2; exit 1; }
 corpus="${CORPUS:-$build/examples/corpora/ende_debian_catalogs.tsv}"
 
 work="$(mktemp -d /tmp/seqpoint-demo.XXXXXX)"
