@@ -71,6 +71,33 @@ TEST_CASE("agent store: a run round-trips and survives reopening") {
   CHECK(!(*store)->LoadRun(id + 1).ok());
 }
 
+TEST_CASE("agent store: iteration log chunks of the old 32-byte layout still read, times as 0") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunRecord r;
+  r.key = "old-log";
+  const int64_t id = *(*store)->CreateRun(r);
+  // A chunk as schema v2 wrote it (before each entry carried its time).
+  std::vector<IterationLogEntryV2> old = {{100, 12, 0, 1, 1, 12.0}, {100, 40, 1, 1, 1, 40.0}};
+  auto insert = (*store)->db().Prepare(
+      "INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
+  REQUIRE(insert.ok());
+  (*insert)->Bind(1, id).Bind(2, int64_t(old.size()));
+  (*insert)->BindBlob(3, old.data(), old.size() * sizeof(IterationLogEntryV2));
+  REQUIRE((*insert)->Run().ok());
+  // And one in today's layout after it.
+  std::vector<IterationLogEntry> now = {{101, 7, 2, 1, 1, 7.0, 3.5e6}};
+  REQUIRE((*store)->SaveRun(SampleRun(id), {}, {}, now).ok());
+  auto log = (*store)->LoadIterationLog(id);
+  REQUIRE(log.ok());
+  REQUIRE(log->size() == 3);
+  CHECK((*log)[1].seq_len == 40);
+  CHECK((*log)[1].time_ns == 0);
+  CHECK((*log)[2].pid == 101);
+  CHECK((*log)[2].time_ns == 3.5e6);
+}
+
 TEST_CASE("agent store: a database from a newer schema is refused with a fix") {
   testing::TempDir dir;
   {
