@@ -7,9 +7,11 @@
 #include <optional>
 #include <unordered_map>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/report_html.h"
 #include "agent/cli/select_options.h"
 #include "selector/baselines.h"
 #include "selector/sl_histogram.h"
@@ -114,7 +116,9 @@ int RunEvaluateCommand(Args argv) {
                  "NAME"},
                 {"--compare", true, "the same run on another configuration: check the speedup",
                  "FILE"},
-                {"--json", false, "print JSON (values in the metrics' own units)"}});
+                {"--json", false, "print JSON (values in the metrics' own units)"},
+                {"--html", true, "also write the evaluation as a self-contained HTML page to FILE",
+                 "FILE"}});
   auto args = ParseArgs(argv, specs);
   if (!args.ok()) {
     std::fprintf(stderr, "seqpoint evaluate: %s\n", args.status().message().c_str());
@@ -122,7 +126,7 @@ int RunEvaluateCommand(Args argv) {
   }
   if (args->Has("--help")) {
     PrintHelp("evaluate --trace FILE [--budget N | --budget-fraction F | --target-error P] "
-              "[--online] [--compare FILE] [--json]",
+              "[--online] [--compare FILE] [--json] [--html FILE]",
               "Checks SeqPoint projections against a fully measured run, beside the baselines.\n"
               "Default budget: 1/200 of the iterations. Times are shown in seconds, energies in "
               "joules.",
@@ -291,6 +295,17 @@ int RunEvaluateCommand(Args argv) {
     }
   } else {
     std::printf("%s\n", out.dump(2).c_str());
+  }
+  if (auto html_path = args->Get("--html")) {
+    std::ofstream html(*html_path);
+    html << RenderEvaluateHtml(out);
+    html.close();
+    if (!html) {
+      std::fprintf(stderr, "seqpoint evaluate: cannot write %s\n", html_path->c_str());
+      return 1;
+    }
+    // On stderr with --json, so that stdout stays one JSON document.
+    std::fprintf(human ? stdout : stderr, "wrote %s\n", html_path->c_str());
   }
   return 0;
 }

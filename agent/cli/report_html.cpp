@@ -173,7 +173,8 @@ std::string ProjectionPlot(const std::string& metric, const json& pr) {
   }
   if (!(top > 0)) return "";
   const Scale s = ScaleFor(Str(pr, "unit"), top);
-  svg::Plot p("", metric + " total (" + s.unit + ")", svg::Range{-0.5, cols.size() - 0.5},
+  svg::Plot p("", metric + " total" + (s.unit.empty() ? "" : " (" + s.unit + ")"),
+              svg::Range{-0.5, cols.size() - 0.5},
               svg::Range{0, s.Of(top) * 1.15}, 760, 300);
   std::vector<std::string> names;
   for (size_t i = 0; i < cols.size(); ++i) {
@@ -337,6 +338,94 @@ std::string Header(const json& r, const std::string& node) {
          " measured.</p>\n";
 }
 
+// --- `seqpoint evaluate --html`: the evaluate JSON (RunEvaluateCommand's `--json` output). ---
+
+// The unit of a metric, from its name's suffix (time_ns, energy_uj, ...); "" for counts.
+std::string UnitOfMetric(const std::string& name) {
+  auto ends = [&](const char* suffix) {
+    const std::string s(suffix);
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends("_ns")) return "ns";
+  if (ends("_uj") || ends("_uJ")) return "uJ";
+  return "";
+}
+
+// One metric of the evaluation in the shape ProjectionPlot draws (`total` for `projected`).
+json AsProjection(const std::string& metric, const json& m) {
+  json pr = {{"total", At(m, "projected")}, {"low", At(m, "low")}, {"high", At(m, "high")},
+             {"actual", At(m, "actual")},   {"unit", UnitOfMetric(metric)},
+             {"bounded", m.value("bounded", true)}};
+  const json& ss = At(m, "steady_state");
+  if (ss.is_object()) {
+    pr["steady_state"] = {{"total", At(ss, "projected")}, {"low", At(ss, "low")},
+                          {"high", At(ss, "high")}};
+  }
+  return pr;
+}
+
+const char* const kMethods[] = {"seqpoint", "first_n", "uniform_stride", "random_median_abs"};
+const char* const kMethodNames[] = {"SeqPoint", "first N", "uniform stride",
+                                    "random (median |error|)"};
+
+// |error| of SeqPoint and of each baseline, per metric; NaN where the answer lacks it.
+double MethodError(const json& m, size_t method) {
+  return std::fabs(method == 0 ? Num(m, "error_pct")
+                               : Num(At(m, "baselines_error_pct"), kMethods[method]));
+}
+
+// Grouped bars: per metric, |error| of SeqPoint beside the baselines' at the same budget.
+std::string ErrorBarsPlot(const json& metrics) {
+  std::vector<std::string> names;
+  double top = 0;
+  for (const auto& [metric, m] : metrics.items()) {
+    names.push_back(metric);
+    for (size_t k = 0; k < std::size(kMethods); ++k) {
+      if (std::isfinite(MethodError(m, k))) top = std::max(top, MethodError(m, k));
+    }
+  }
+  if (names.empty()) return "";
+  svg::Plot p("metric", "|error| of the projected total (%)",
+              svg::Range{-0.5, names.size() - 0.5}, svg::Range{0, top > 0 ? top * 1.1 : 1});
+  p.SetCategories(names);
+  const double w = 0.8 / std::size(kMethods);
+  size_t i = 0;
+  for (const auto& [metric, m] : metrics.items()) {
+    for (size_t k = 0; k < std::size(kMethods); ++k) {
+      const double e = MethodError(m, k);
+      if (!std::isfinite(e)) continue;
+      const double x0 = i - 0.4 + k * w;
+      p.Bar(x0, x0 + w * 0.9, e, kPalette[k],
+            metric + ", " + kMethodNames[k] + ": |error| " + Short(e) + "%");
+    }
+    ++i;
+  }
+  for (size_t k = 0; k < std::size(kMethods); ++k) p.AddLegend(kPalette[k], kMethodNames[k]);
+  return p.Render("error against the baselines");
+}
+
+std::string EvaluateTable(const json& metrics) {
+  std::string rows;
+  for (const auto& [metric, m] : metrics.items()) {
+    const std::string unit = UnitOfMetric(metric);
+    const Scale s = ScaleFor(unit, std::fabs(Num(m, "actual")));
+    auto v = [&](double x) { return std::isfinite(x) ? Short(s.Of(x)) + " " + s.unit : "—"; };
+    auto pct = [](double x) { return std::isfinite(x) ? Short(x) + "%" : "—"; };
+    const bool bounded = m.value("bounded", true) && std::isfinite(Num(m, "high"));
+    rows += "<tr>" + Cell(metric) + Cell(v(Num(m, "actual"))) + Cell(v(Num(m, "projected"))) +
+            Cell(v(Num(m, "low"))) + Cell(bounded ? v(Num(m, "high")) : "unbounded") +
+            Cell(pct(Num(m, "error_pct"))) + Cell(m.value("covered", false) ? "yes" : "no");
+    for (size_t k = 1; k < std::size(kMethods); ++k) {
+      rows += Cell(pct(Num(At(m, "baselines_error_pct"), kMethods[k])));
+    }
+    rows += "</tr>\n";
+  }
+  if (rows.empty()) return "";
+  return "<table>\n<tr><th>metric</th><th>actual</th><th>projected</th><th>95% low</th>"
+         "<th>95% high</th><th>error</th><th>actual in interval</th><th>first N</th>"
+         "<th>uniform stride</th><th>random (median |err|)</th></tr>\n" + rows + "</table>\n";
+}
+
 }  // namespace
 
 std::string LocalNodeName() {
@@ -355,6 +444,44 @@ std::string RenderReportHtml(const json& report, const std::string& node) {
   html += ProjectionsSection(report);
   html += HistoryPlot(report);
   html += ObserverPlot(report);
+  html += "</body>\n</html>\n";
+  return html;
+}
+
+std::string RenderEvaluateHtml(const json& e) {
+  const std::string title =
+      "SeqPoint evaluation: " + Str(e, "trace") + " · method " + Str(e, "method");
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  html += "<title>" + Escape(title) + "</title>\n" + kStyle + "</head>\n<body>\n<h1>" +
+          Escape(title) + "</h1>\n<p class=\"meta\">" + Escape(Str(e, "iterations")) +
+          " iterations, " + Escape(Str(e, "measured")) + " measured in " +
+          Escape(Str(e, "points")) + " SeqPoints; the baselines measure as many.</p>\n";
+  const json& metrics = At(e, "metrics");
+  html += EvaluateTable(metrics);
+  std::string body;
+  for (const auto& [metric, m] : metrics.items()) {
+    std::string plot = ProjectionPlot(metric, AsProjection(metric, m));
+    if (plot.empty()) continue;
+    body += "<h3>" + Escape(metric) + "</h3>\n";
+    const json& t = At(m, "time_strata");
+    if (t.is_object()) {
+      body += "<p class=\"meta\">" + std::to_string(At(t, "strata").size()) +
+              " time strata, warm-up ends at iteration " + Escape(Str(t, "warmup_end")) + ", " +
+              Escape(Str(t, "changes")) + " change(s) of cost.</p>\n";
+    }
+    body += plot;
+  }
+  if (!body.empty()) {
+    html += Section("Projected against actual totals", body,
+                    "Dots: projected totals; bars: 95% intervals; green: the actual total over "
+                    "every iteration of the trace.");
+  }
+  const std::string bars = ErrorBarsPlot(metrics);
+  if (!bars.empty()) {
+    html += Section("Error against the baselines", bars,
+                    "|error| of each method's projected total at the same number of measured "
+                    "iterations; random: the median over 25 seeds.");
+  }
   html += "</body>\n</html>\n";
   return html;
 }
