@@ -10,6 +10,7 @@
 #include <set>
 
 #include "agent/daemon/daemon.h"
+#include "common/clock.h"
 #include "agent/source/run_key.h"
 #include "seqpoint/features.h"
 
@@ -24,12 +25,7 @@ json AttachedJson(const AttachedProcess& a) {
 }
 
 // Today as days since 1970-01-01 (UTC), the key of the per-bin cost history.
-int64_t DaysSinceEpoch() {
-  return std::chrono::duration_cast<std::chrono::hours>(
-             std::chrono::system_clock::now().time_since_epoch())
-             .count() /
-         24;
-}
+int64_t DaysSinceEpoch() { return WallNs() / (int64_t{86400} * 1'000'000'000); }
 
 // The run's time strata: the warm-up found, the strata and the changes of cost.
 json StrataJson(const selector::TimeStrata& t) {

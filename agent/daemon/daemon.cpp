@@ -1,4 +1,5 @@
 #include "agent/daemon/daemon.h"
+#include "common/clock.h"
 
 #include <sys/stat.h>
 
@@ -105,9 +106,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string 
 }
 
 Status Daemon::StartParts() {
-  started_unix_ = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+  started_unix_ = WallNs() / 1'000'000'000;
   if (parts_.source) {
     // Without probes the daemon still serves its state, /metrics and the upload spool, and
     // says why in the log, `seqpoint status` and seqpoint_probe_up: a node agent degrades, it
@@ -187,10 +186,7 @@ Status Daemon::StartParts() {
     });
   }
   Every(prune_timer_, std::chrono::hours(6), [this] {
-    int64_t today = std::chrono::duration_cast<std::chrono::hours>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count() /
-                    24;
+    int64_t today = WallNs() / (int64_t{86400} * 1'000'000'000);
     (void)store_->PruneHistory(today - config_.history_retention_days);
   });
   SEQPOINT_LOG(kInfo, "seqpointd " SEQPOINT_VERSION " started: state " + config_.StateDbPath() +

@@ -1,4 +1,5 @@
 #include "agent/runs/run_manager.h"
+#include "common/clock.h"
 
 #include <string.h>
 
@@ -12,12 +13,6 @@
 
 namespace seqpoint::daemon {
 namespace {
-
-int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 #include "agent/runs/run_tracker.h"
+#include "common/clock.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,12 +10,6 @@
 
 namespace seqpoint::daemon {
 namespace {
-
-int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 constexpr int64_t kNsPerDay = int64_t{86400} * 1000000000;
 
@@ -213,9 +208,7 @@ void RunTracker::AddCost(uint32_t seq_len, const std::string& metric, double val
 }
 
 RunSnapshot RunTracker::Snapshot(int64_t max_age_ns) {
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = MonotonicNs();
   if (dirty_ && (computed_at_ns_ < 0 || now - computed_at_ns_ >= max_age_ns)) Recompute(now);
   RunSnapshot s;
   s.run = record_;

@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include "agent/testing/test_util.h"
+#include <set>
+
+#include "common/clock.h"
 #include "common/trace_csv.h"
 
 using namespace seqpoint::daemon;
@@ -120,4 +123,25 @@ TEST_CASE("agent run tracker: a resumed run keeps its time strata, changes and p
   CHECK((*a)->measured_iterations() == (*b)->measured_iterations());
   CHECK((*a)->Snapshot().projections[0].total ==
         doctest::Approx((*b)->Snapshot().projections[0].total));
+}
+
+// Time is the clock seam's (common/clock.h): a test moves it a day without waiting a day.
+TEST_CASE("agent run tracker: records and per-day cost history follow the agent's clock") {
+  seqpoint::FakeClock clock(int64_t{20000} * 86400 * 1'000'000'000);  // day 20000 (2024-10-04)
+  auto trace = seqpoint::LoadTrace(RecordedTrace());
+  REQUIRE(trace.ok());
+  seqpoint::selector::OnlineOptions o;
+  o.per_doubling = 16;
+  RunRecord rec;
+  rec.id = 1;
+  rec.key = "k";
+  auto t = RunTracker::Create(rec, o);
+  REQUIRE(t.ok());
+  Feed(**t, *trace, 0, 100);
+  CHECK((*t)->record().updated_unix_ns == clock.WallNs());
+  clock.Advance(int64_t{86400} * 1'000'000'000);  // the next day
+  Feed(**t, *trace, 100, 200);
+  std::set<int64_t> days;
+  for (const BinCostRow& row : (*t)->TakeCostDeltas()) days.insert(row.day);
+  CHECK(days == std::set<int64_t>{20000, 20001});
 }

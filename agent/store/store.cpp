@@ -1,5 +1,6 @@
 // Schema, migration and the run tables. The spool and the cost history are in store_spool.cpp.
 #include "agent/store/store.h"
+#include "common/clock.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -154,9 +155,7 @@ namespace {
 // Renames path and its -wal/-shm to <path>.corrupt-<unix>[.<n>] (+ -wal/-shm); returns the new
 // name of the main file.
 Result<std::string> MoveAside(const std::string& path) {
-  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  int64_t now = WallNs() / 1'000'000'000;
   std::string target = path + ".corrupt-" + std::to_string(now);
   for (int n = 1; access(target.c_str(), F_OK) == 0; ++n) {
     target = path + ".corrupt-" + std::to_string(now) + "." + std::to_string(n);

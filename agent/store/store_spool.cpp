@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "agent/store/store.h"
+#include "common/clock.h"
 
 namespace seqpoint::daemon {
 
@@ -71,9 +72,7 @@ Result<int64_t> Store::SpoolPush(const std::string& payload, int64_t samples, in
       "INSERT INTO spool(created_ns, samples, bytes, payload) "
       "VALUES(?, ?, ?, ?)");
   if (!ins.ok()) return ins.status();
-  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  int64_t now = WallNs();
   (*ins)->Bind(1, now).Bind(2, samples).Bind(3, int64_t(payload.size()));
   (*ins)->BindBlob(4, payload.data(), payload.size());
   SEQPOINT_RETURN_IF_ERROR((*ins)->Run());

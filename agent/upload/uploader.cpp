@@ -1,4 +1,5 @@
 #include "agent/upload/uploader.h"
+#include "common/clock.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,11 +12,7 @@
 namespace seqpoint::daemon {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs() { return WallNs() / 1'000'000; }
 
 }  // namespace
 

@@ -1,0 +1,44 @@
+// The clock seam: every wall-clock and monotonic reading of the agent goes through here, so a
+// test installs a FakeClock and drives time (idle timeouts, day buckets, record timestamps)
+// instead of sleeping. Production reads the system clocks. I/O deadlines that asio timers own
+// (control and /metrics connections) stay on the real steady clock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace seqpoint {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t WallNs() const = 0;       // ns since 1970-01-01 UTC
+  virtual int64_t MonotonicNs() const = 0;  // ns on CLOCK_MONOTONIC (the probes' timestamps)
+};
+
+// The clock the agent reads now: the system's, unless a test installed another.
+const Clock& CurrentClock();
+inline int64_t WallNs() { return CurrentClock().WallNs(); }
+inline int64_t MonotonicNs() { return CurrentClock().MonotonicNs(); }
+
+// A clock that moves only when told; installs itself for its lifetime (tests only; one at a
+// time, not thread-safe against concurrent installs).
+class FakeClock : public Clock {
+ public:
+  explicit FakeClock(int64_t wall_ns = 1'700'000'000'000'000'000, int64_t mono_ns = 1'000'000'000);
+  ~FakeClock() override;
+  FakeClock(const FakeClock&) = delete;
+  FakeClock& operator=(const FakeClock&) = delete;
+  int64_t WallNs() const override { return wall_.load(); }
+  int64_t MonotonicNs() const override { return mono_.load(); }
+  void Advance(int64_t ns) {
+    wall_ += ns;
+    mono_ += ns;
+  }
+
+ private:
+  std::atomic<int64_t> wall_, mono_;
+  const Clock* previous_;
+};
+
+}  // namespace seqpoint
