@@ -30,6 +30,16 @@ void Feed(RunTracker& t, const seqpoint::Trace& trace, size_t from, size_t to) {
   }
 }
 
+// A tracker of run 1 ("k") with these selector options.
+std::unique_ptr<RunTracker> NewTracker(const seqpoint::selector::OnlineOptions& o) {
+  RunRecord rec;
+  rec.id = 1;
+  rec.key = "k";
+  auto t = RunTracker::Create(rec, o);
+  REQUIRE(t.ok());
+  return std::move(*t);
+}
+
 }  // namespace
 
 TEST_CASE("agent run tracker: restoring from the log rebuilds the same selection, log bounded") {
@@ -37,14 +47,10 @@ TEST_CASE("agent run tracker: restoring from the log rebuilds the same selection
   REQUIRE(trace.ok());
   seqpoint::selector::OnlineOptions o;
   o.budget_count = 30;
-  RunRecord rec;
-  rec.id = 1;
-  rec.key = "k";
-  auto a = RunTracker::Create(rec, o);
-  REQUIRE(a.ok());
-  Feed(**a, *trace, 0, 1000);
-  std::vector<IterationLogEntry> log = (*a)->TakeNewLog();
-  std::vector<Measurement> meas = (*a)->TakeNewMeasurements();
+  auto a = NewTracker(o);
+  Feed(*a, *trace, 0, 1000);
+  std::vector<IterationLogEntry> log = a->TakeNewLog();
+  std::vector<Measurement> meas = a->TakeNewMeasurements();
   // Task clock and time on each measured iteration, and a mark on each control (one in 4).
   size_t controls = 0;
   for (const auto& m : meas) controls += m.metric == "observer:control";
@@ -55,7 +61,7 @@ TEST_CASE("agent run tracker: restoring from the log rebuilds the same selection
   uint64_t logged = 0;
   for (const auto& e : log) logged += std::max<uint32_t>(1, e.repeat);
   CHECK(logged == 1000);
-  RunSnapshot snap = (*a)->Snapshot();
+  RunSnapshot snap = a->Snapshot();
   auto b = RunTracker::Restore(snap, meas, log, o);
   REQUIRE(b.ok());
   RunSnapshot again = (*b)->Snapshot();
@@ -72,9 +78,9 @@ TEST_CASE("agent run tracker: restoring from the log rebuilds the same selection
     CHECK(again.projections[i].total == doctest::Approx(snap.projections[i].total).epsilon(0.02));
   }
   // Both continue with the same decisions.
-  Feed(**a, *trace, 1000, 1500);
+  Feed(*a, *trace, 1000, 1500);
   Feed(**b, *trace, 1000, 1500);
-  CHECK((*a)->Snapshot().projections[0].total ==
+  CHECK(a->Snapshot().projections[0].total ==
         doctest::Approx((*b)->Snapshot().projections[0].total).epsilon(0.02));
   CHECK((*b)->measured_iterations() == 30);
 }
@@ -86,22 +92,18 @@ TEST_CASE("agent run tracker: a resumed run keeps its time strata, changes and p
   o.budget_count = 4096;
   o.per_doubling = 16;
   o.warmup = 0;
-  RunRecord rec;
-  rec.id = 1;
-  rec.key = "k";
-  auto a = RunTracker::Create(rec, o);
-  REQUIRE(a.ok());
+  auto a = NewTracker(o);
   std::vector<IterationLogEntry> log;
   std::vector<Measurement> meas;
   // Flushes as the daemon does them, between iterations.
   for (size_t from = 0; from < 900; from += 150) {
-    Feed(**a, *trace, from, from + 150);
-    for (auto& e : (*a)->TakeNewLog()) log.push_back(e);
-    for (auto& m : (*a)->TakeNewMeasurements()) meas.push_back(m);
+    Feed(*a, *trace, from, from + 150);
+    for (auto& e : a->TakeNewLog()) log.push_back(e);
+    for (auto& m : a->TakeNewMeasurements()) meas.push_back(m);
   }
-  const seqpoint::selector::TimeStrata& sa = (*a)->strata();
+  const seqpoint::selector::TimeStrata& sa = a->strata();
   REQUIRE(sa.changes().size() >= 1);  // the recorded run's cost jumps 3-4x on a shared machine
-  RunSnapshot snap = (*a)->Snapshot();
+  RunSnapshot snap = a->Snapshot();
   auto b = RunTracker::Restore(snap, meas, log, o);
   REQUIRE(b.ok());
   const seqpoint::selector::TimeStrata& sb = (*b)->strata();
@@ -118,10 +120,10 @@ TEST_CASE("agent run tracker: a resumed run keeps its time strata, changes and p
     CHECK(again.projections[i].total == doctest::Approx(snap.projections[i].total));
     CHECK(again.projections[i].steady_total == doctest::Approx(snap.projections[i].steady_total));
   }
-  Feed(**a, *trace, 900, 1500);
+  Feed(*a, *trace, 900, 1500);
   Feed(**b, *trace, 900, 1500);
-  CHECK((*a)->measured_iterations() == (*b)->measured_iterations());
-  CHECK((*a)->Snapshot().projections[0].total ==
+  CHECK(a->measured_iterations() == (*b)->measured_iterations());
+  CHECK(a->Snapshot().projections[0].total ==
         doctest::Approx((*b)->Snapshot().projections[0].total));
 }
 
@@ -132,16 +134,12 @@ TEST_CASE("agent run tracker: records and per-day cost history follow the agent'
   REQUIRE(trace.ok());
   seqpoint::selector::OnlineOptions o;
   o.per_doubling = 16;
-  RunRecord rec;
-  rec.id = 1;
-  rec.key = "k";
-  auto t = RunTracker::Create(rec, o);
-  REQUIRE(t.ok());
-  Feed(**t, *trace, 0, 100);
-  CHECK((*t)->record().updated_unix_ns == clock.WallNs());
+  auto t = NewTracker(o);
+  Feed(*t, *trace, 0, 100);
+  CHECK(t->record().updated_unix_ns == clock.WallNs());
   clock.Advance(int64_t{86400} * 1'000'000'000);  // the next day
-  Feed(**t, *trace, 100, 200);
+  Feed(*t, *trace, 100, 200);
   std::set<int64_t> days;
-  for (const BinCostRow& row : (*t)->TakeCostDeltas()) days.insert(row.day);
+  for (const BinCostRow& row : t->TakeCostDeltas()) days.insert(row.day);
   CHECK(days == std::set<int64_t>{20000, 20001});
 }
