@@ -38,11 +38,6 @@ struct KeySpec {
   Setter set;
 };
 
-std::string Quote(const std::string& s) {
-  std::ostringstream out;
-  out << toml::value<std::string>(s);
-  return out.str();
-}
 
 // A TOML basic string, as the user would write it in the file ("64", not '64').
 std::string DoubleQuoted(std::string_view s) {
@@ -91,7 +86,7 @@ std::optional<std::string> Unquoted(const toml::node& n, std::string_view type) 
 }
 
 KeySpec Str(std::string_view key, std::string DaemonConfig::*field, std::string_view doc) {
-  return {key, "string", doc, [field](const DaemonConfig& c) { return Quote(c.*field); },
+  return {key, "string", doc, [field](const DaemonConfig& c) { return TomlQuote(c.*field); },
           [field](const toml::node& n, DaemonConfig& c) {
             if (!n.is_string()) return InvalidArgument("must be a string, found " + Found(n));
             c.*field = **n.as_string();
@@ -140,7 +135,7 @@ KeySpec Dbl(std::string_view key, double DaemonConfig::*field, double min, doubl
   return {key, "array of strings", doc,
           [field](const DaemonConfig& c) {
             std::string out = "[";
-            for (const auto& s : c.*field) out += (out.size() > 1 ? ", " : "") + Quote(s);
+            for (const auto& s : c.*field) out += (out.size() > 1 ? ", " : "") + TomlQuote(s);
             return out + "]";
           },
           [field](const toml::node& n, DaemonConfig& c) {
@@ -160,7 +155,7 @@ const std::vector<KeySpec>& Specs() {
   static const std::vector<KeySpec> specs = {
       {"daemon.log_level", "string",
        "error | warn | info | debug (stderr; the journal under systemd)",
-       [](const DaemonConfig& c) { return Quote(std::string(LogLevelName(c.log_level))); },
+       [](const DaemonConfig& c) { return TomlQuote(std::string(LogLevelName(c.log_level))); },
        [](const toml::node& n, DaemonConfig& c) {
          if (!n.is_string()) return InvalidArgument("must be a string, found " + Found(n));
          auto l = ParseLogLevel(**n.as_string());
@@ -247,7 +242,7 @@ const std::vector<KeySpec>& Specs() {
        [](const DaemonConfig& c) {
          std::string out = "{";
          for (const auto& [k, v] : c.upload_labels)
-           out += (out.size() > 1 ? ", " : " ") + k + " = " + Quote(v);
+           out += (out.size() > 1 ? ", " : " ") + k + " = " + TomlQuote(v);
          return out + (c.upload_labels.empty() ? "}" : " }");
        },
        [](const toml::node& n, DaemonConfig& c) {
@@ -707,6 +702,12 @@ std::string_view LogLevelName(LogLevel level) {
       return "debug";
   }
   return "info";
+}
+
+std::string TomlQuote(const std::string& s) {
+  std::ostringstream out;
+  out << toml::value<std::string>(s);
+  return out.str();
 }
 
 }  // namespace seqpoint::daemon

@@ -103,6 +103,8 @@ struct ConfigKeyDoc {
   std::string_view doc;       // one line
 };
 std::vector<ConfigKeyDoc> ConfigKeys();
+// A string as a TOML value in the printed config (escaped): the one helper both key tables use.
+std::string TomlQuote(const std::string& s);
 
 // Parses TOML text; `source` names it in errors ("seqpointd.toml:12:3: ...").
 Result<DaemonConfig> ParseConfig(std::string_view text, std::string_view source);

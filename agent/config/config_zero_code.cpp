@@ -35,7 +35,7 @@ struct Field {
   std::string_view name;
   std::string_view type;
   bool required;
-  std::string_view example;  // the default for optional fields
+  std::string_view example;  // the default for optional fields, unquoted: TomlQuote renders strings
   std::string_view doc;
   std::function<Status(const toml::node&, ZeroCodeProbe&)> set;
 };
@@ -50,10 +50,10 @@ Status SetString(const toml::node& n, std::string* out) {
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
-      {"library", "string", true, "\"libmyrnn.so\"",
+      {"library", "string", true, "libmyrnn.so",
        "library of the SL function: a file name prefix (also matches libmyrnn.so.2) or a path",
        [](const toml::node& n, ZeroCodeProbe& p) { return SetString(n, &p.library); }},
-      {"function", "string", true, "\"my_rnn_forward\"",
+      {"function", "string", true, "my_rnn_forward",
        "the function whose argument is the SL (its symbol; C++ names mangled)",
        [](const toml::node& n, ZeroCodeProbe& p) { return SetString(n, &p.function); }},
       {"arg", "integer", true, "2",
@@ -83,7 +83,7 @@ const std::vector<Field>& Fields() {
          p.deref = **n.as_boolean();
          return Status::Ok();
        }},
-      {"reduce", "string", false, "\"first\"",
+      {"reduce", "string", false, "first",
        "which SL an iteration with several SL calls gets: first, max or last",
        [](const toml::node& n, ZeroCodeProbe& p) {
          std::string v = n.is_string() ? std::string(**n.as_string()) : "";
@@ -98,14 +98,14 @@ const std::vector<Field>& Fields() {
          }
          return Status::Ok();
        }},
-      {"boundary_library", "string", false, "\"\"",
+      {"boundary_library", "string", false, "",
        "library holding the boundary function; empty: the same as library",
        [](const toml::node& n, ZeroCodeProbe& p) {
          if (!n.is_string()) return InvalidArgument("must be a string");
          p.boundary_library = **n.as_string();
          return Status::Ok();
        }},
-      {"boundary_function", "string", true, "\"my_optimizer_step\"",
+      {"boundary_function", "string", true, "my_optimizer_step",
        "function called once at the end of every iteration (e.g. the optimizer step)",
        [](const toml::node& n, ZeroCodeProbe& p) { return SetString(n, &p.boundary_function); }},
   };
@@ -237,8 +237,11 @@ std::vector<ConfigKeyDoc> ZeroCodeCustomKeyDocs() {
   }();
   std::vector<ConfigKeyDoc> out;
   for (size_t i = 0; i < Fields().size(); ++i) {
-    out.push_back(
-        {names[i].first, names[i].second, std::string(Fields()[i].example), Fields()[i].doc});
+    const Field& f = Fields()[i];
+    // Rendered by the one helper the daemon's key table uses, so both escape alike.
+    const std::string value =
+        f.type == "string" ? TomlQuote(std::string(f.example)) : std::string(f.example);
+    out.push_back({names[i].first, names[i].second, value, f.doc});
   }
   return out;
 }

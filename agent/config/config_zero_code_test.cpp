@@ -37,7 +37,7 @@ TEST_CASE("agent config zero-code: the RNN presets are on by default, GEMM ones 
   std::string doc = DefaultConfigToml();
   CHECK(Has(doc, "# zero_code = [\"miopen-rnn\", \"cudnn-rnn\"]\n"));
   CHECK(Has(doc, "# zero_code_custom = {}\n"));
-  CHECK(Has(doc, "# zero_code_custom.<name>.boundary_function = \"my_optimizer_step\"\n"));
+  CHECK(Has(doc, "# zero_code_custom.<name>.boundary_function = 'my_optimizer_step'\n"));
   CHECK(Has(doc, "cublas-gemm"));  // the opt-in presets and their cost are documented
   CHECK(Has(doc, "per GEMM call"));
 }
