@@ -156,10 +156,16 @@ sources = ["gpu_metrics"]
   size_t checked = 0;
   double worst = 0;
   std::vector<double> errors;
+  // An iteration may go without energy only when the sampler says why: a read it had to leave
+  // out (slow: the daemon was starved of CPU) or that failed. Never silently, never many.
+  const bool sampler_missed = status["energy"].value("slow_reads", 0) > 0 ||
+                              status["energy"].value("failures", 0) > 0;
+  size_t missing = 0;
   for (const auto& [iter, te] : by_iter) {
     if (te.first <= 0) continue;
     if (te.second <= 0) {
-      CHECK_MESSAGE(!alone, "iteration " << iter << " has no energy");
+      ++missing;
+      CHECK_MESSAGE((!alone || sampler_missed), "iteration " << iter << " has no energy");
       continue;
     }
     const double expected = watts * te.first * 1e-3;
@@ -168,6 +174,7 @@ sources = ["gpu_metrics"]
     CHECK(std::fabs(te.second - expected) <= lag_uj + 2 * node.count_uj());
     ++checked;
   }
+  if (alone) CHECK(missing * 10 <= by_iter.size());
   std::sort(errors.begin(), errors.end());
   MESSAGE(checked << " measured iterations: median |energy - P x time| "
                   << (errors.empty() ? 0.0 : errors[errors.size() / 2]) << " uJ, worst " << worst
