@@ -18,13 +18,17 @@ the number of iterations the online run measured. Columns:
             online through every iteration's time (ratio estimators by time stratum and bin);
   covered: whether the 95% interval holds the actual total.
 It closes with the aims of the issue beside what was measured: counters within 2% in every
-run; time within max(3%, 1.25x offline); coverage >= 90%; online/offline geomean <= 1.25.
+run; time within max(3%, 1.25x offline); coverage >= 90%; online/offline geomean <= 1.25; and
+the drift detector: for traces whose header says where a slowdown began ("# slowdown: ... from
+iter N on", as examples/train_torch.py writes it), how many iterations later the first change
+to slower was found; for the others, how many changes it found (false alarms, or real drift).
 """
 import argparse
 import glob
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -35,6 +39,18 @@ def evaluate(seqpoint, trace, extra):
     out = subprocess.run([seqpoint, "evaluate", "--trace", trace, "--json"] + extra,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def slowdown_start(path):
+    """The iteration a trace's slowdown began at, from its header comment; None without one."""
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                return None
+            m = re.search(r"slowdown:.* from iter (\d+)", line)
+            if m:
+                return int(m.group(1))
+    return None
 
 
 def geomean(values):
@@ -74,7 +90,8 @@ def main():
                "time_online": tm["error_pct"], "time_offline": off["metrics"]["time_ns"]["error_pct"],
                "time_covered": tm["covered"], "counter": counter,
                "counter_online": cm["error_pct"] if cm else None,
-               "counter_covered": cm["covered"] if cm else None, "strata": strata}
+               "counter_covered": cm["covered"] if cm else None, "strata": strata,
+               "slowdown_at": slowdown_start(t)}
         rows.append(row)
         print(f"| {row['trace']} | {row['iterations']} | {n} | {strata.get('strata', '-')} | "
               f"{strata.get('changes', '-')} | {strata.get('warmup_end', '-')} | "
@@ -99,6 +116,22 @@ def main():
         print(f"counter within 2%: {within}/{len(counters)} (worst {worst:.2f}%)")
     print(f"95% intervals covering: {sum(intervals)}/{len(intervals)} "
           f"({100.0 * sum(intervals) / len(intervals):.0f}%, aim >= 90%)")
+    delays, quiet = [], []
+    for r in rows:
+        changes = r["strata"].get("change_list", [])
+        if r["slowdown_at"] is None:
+            quiet.append(len(changes))
+            continue
+        after = [c["ordinal"] - r["slowdown_at"] for c in changes
+                 if c["direction"] == "slower" and c["ordinal"] > r["slowdown_at"]]
+        delays.append(min(after) if after else None)
+    if delays:
+        found = [d for d in delays if d is not None]
+        print(f"drift: slowdown found in {len(found)}/{len(delays)} runs, "
+              f"{min(found) if found else '-'}-{max(found) if found else '-'} iterations after it began")
+    if quiet:
+        print(f"drift: runs without a slowdown: {sum(quiet)} changes found in {len(quiet)} runs "
+              f"(0-{max(quiet)} per run; false alarms or real drift of a shared machine)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

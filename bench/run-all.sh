@@ -18,6 +18,12 @@ section "selector: ingest, selection time and memory (10^6, 10^7 iterations)"
 "$build/bench/selector_bench"
 section "trace scale: select on 10^8 rows"
 bench/trace_scale.sh 100000000 "$build"
+section "online selection on the recorded PyTorch runs (tests/data/online) and the libtorch run"
+for d in tests/data/online tests/data/agent; do
+  bench/online_accuracy.py "$d" --seqpoint "$build/agent/cli/seqpoint"
+done
+section "report --html for a 10^6-iteration run"
+bench/report_scale.py --seqpoint "$build/agent/cli/seqpoint"
 section "firmware-shim: one gpu_metrics read"
 "$build/bench/firmware_shim_bench" "$PWD"
 section "agent: energy on every iteration, observer-effect estimate"
@@ -32,6 +38,8 @@ if [ $root = 1 ]; then
   SEQPOINT_BUILD="$build" bench/ebpf_overhead.sh
   section "agent: CPU, RSS and trainer slowdown with seqpointd watching (paired)"
   SEQPOINT_BUILD="$build" THREADS=1 bench/agent_overhead.sh 6 300
+  section "online selection live: seqpointd on PyTorch runs, with and without a mid-run slowdown"
+  SEQPOINT_BUILD="$build" bench/online_live.sh
   section "node cost: package size, agent CPU/RSS idle and busy"
   packaging/measure-node-cost.sh "$build" 60 2
 else
@@ -43,4 +51,7 @@ if [ $traces = 1 ]; then
   SEQPOINT_TRAIN="$build/examples/seqpoint-train" SEQPOINT_CORPORA="$build/examples/corpora" \
     examples/make_traces.sh "$out" 5000
   bench/accuracy.py "$out" --seqpoint "$build/agent/cli/seqpoint"
+  section "online against offline on 12 PyTorch runs (examples/make_online_traces.sh)"
+  examples/make_online_traces.sh "$out/online"
+  bench/online_accuracy.py "$out/online" --seqpoint "$build/agent/cli/seqpoint"
 fi

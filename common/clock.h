@@ -21,6 +21,11 @@ const Clock& CurrentClock();
 inline int64_t WallNs() { return CurrentClock().WallNs(); }
 inline int64_t MonotonicNs() { return CurrentClock().MonotonicNs(); }
 
+// Days since 1970-01-01 UTC of a wall time: the key of the per-bin cost history.
+inline constexpr int64_t kNsPerDay = int64_t{86400} * 1'000'000'000;
+inline int64_t UnixDay(int64_t wall_ns) { return wall_ns / kNsPerDay; }
+inline int64_t Today() { return UnixDay(WallNs()); }
+
 // A clock that moves only when told; installs itself for its lifetime (tests only; one at a
 // time, not thread-safe against concurrent installs).
 class FakeClock : public Clock {

@@ -111,15 +111,16 @@ void TimeStrata::Observe(uint64_t ordinal, uint32_t seq_len, double cost, double
   max_ordinal_ = std::max(max_ordinal_, ordinal);
   const Raw r{ordinal, seq_len, cost, time};
   if (!settled_) {
-    early_.push_back(r);
+    // Kept in ordinal order as it arrives (out of order by a few at most: the insertion point
+    // is found from the back), so the warm-up is found without sorting a copy each time.
+    auto at = early_.end();
+    while (at != early_.begin() && (at - 1)->ordinal > ordinal) --at;
+    early_.insert(at, r);
     const uint64_t n = early_.size();
     if (n >= o_.warmup_horizon) {
       Settle();
-    } else if (n >= 256 && (n & (n - 1)) == 0) {
-      std::vector<Raw> sorted = early_;
-      std::sort(sorted.begin(), sorted.end(),
-                [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
-      if (n >= 4 * FindWarmup(sorted) + 64) Settle();
+    } else if (n >= 256 && (n & (n - 1)) == 0 && n >= 4 * FindWarmup(early_) + 64) {
+      Settle();
     }
     return;
   }
@@ -181,9 +182,7 @@ void TimeStrata::Detect(const Raw& r) {
 }
 
 void TimeStrata::Settle() {
-  std::sort(early_.begin(), early_.end(),
-            [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
-  warmup_ = FindWarmup(early_);
+  warmup_ = FindWarmup(early_);  // early_ is in ordinal order
   size_t from = 0;
   while (from < early_.size() && early_[from].ordinal < warmup_) ++from;
   model_ = FitModel(early_, from < early_.size() ? from : 0);
@@ -209,18 +208,27 @@ void TimeStrata::Settle() {
   early_.shrink_to_fit();
 }
 
+// Before the warm-up is settled, its end and the strata follow every observation: computed
+// once per observation, however often the selector and the projections ask.
+const std::vector<uint64_t>& TimeStrata::ProvisionalBounds() const {
+  if (memo_observed_ != observed_) {
+    memo_warmup_ = FindWarmup(early_);
+    memo_bounds_ = Boundaries(memo_warmup_, max_ordinal_);
+    memo_observed_ = observed_;
+  }
+  return memo_bounds_;
+}
+
 uint64_t TimeStrata::warmup_end() const {
   if (settled_) return warmup_;
-  std::vector<Raw> sorted = early_;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Raw& a, const Raw& b) { return a.ordinal < b.ordinal; });
-  return FindWarmup(sorted);
+  ProvisionalBounds();
+  return memo_warmup_;
 }
 
 std::vector<Stratum> TimeStrata::Strata() const {
   const uint64_t w = warmup_end();
   std::vector<Stratum> out;
-  for (uint64_t b : settled_ ? bounds_ : Boundaries(w, max_ordinal_)) {
+  for (uint64_t b : settled_ ? bounds_ : ProvisionalBounds()) {
     Stratum s{b, StratumKind::kWindow};
     if (b == 0) s.kind = w > 0 ? StratumKind::kWarmup : StratumKind::kSteady;
     else if (b == w) s.kind = StratumKind::kSteady;
@@ -235,7 +243,7 @@ uint32_t TimeStrata::StratumOf(uint64_t ordinal) const {
     auto it = std::upper_bound(bounds_.begin(), bounds_.end(), ordinal);
     return static_cast<uint32_t>(it - bounds_.begin() - 1);
   }
-  const std::vector<uint64_t> b = Boundaries(warmup_end(), max_ordinal_);
+  const std::vector<uint64_t>& b = ProvisionalBounds();
   auto it = std::upper_bound(b.begin(), b.end(), ordinal);
   return static_cast<uint32_t>(it - b.begin() - 1);
 }
@@ -249,7 +257,7 @@ StrataCells TimeStrata::Cells() const {
     return out;
   }
   StrataCells out;
-  const std::vector<uint64_t> b = Boundaries(warmup_end(), max_ordinal_);
+  const std::vector<uint64_t>& b = ProvisionalBounds();
   for (const Raw& r : early_) {
     const auto s = static_cast<uint32_t>(std::upper_bound(b.begin(), b.end(), r.ordinal) - b.begin() - 1);
     StrataCell& c = out[{s, r.seq_len}];

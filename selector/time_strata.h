@@ -16,7 +16,7 @@
 //
 // Iterations are identified by ordinal (arrival order in the run); they may be observed out of
 // order. Memory: the first iterations until the warm-up is settled (<= warmup_horizon), then
-// one cell per (stratum, SL) seen. Not thread-safe.
+// one cell per (stratum, SL) seen. Not thread-safe (const calls fill a memo too).
 #pragma once
 
 #include <cstdint>
@@ -103,11 +103,16 @@ class TimeStrata {
   void Track(const Raw& r);
   void Detect(const Raw& r);
   void ExtendBounds();
+  const std::vector<uint64_t>& ProvisionalBounds() const;
 
   TimeStrataOptions o_;
   uint64_t observed_ = 0;
   bool settled_ = false;
-  std::vector<Raw> early_;  // until settled
+  std::vector<Raw> early_;  // until settled, in ordinal order
+  // Memo of the provisional warm-up end and strata (before settling), as of observed_.
+  mutable uint64_t memo_observed_ = UINT64_MAX;
+  mutable uint64_t memo_warmup_ = 0;
+  mutable std::vector<uint64_t> memo_bounds_;
   uint64_t warmup_ = 0;
   Model model_;
   std::vector<uint64_t> changes_at_;  // ordinals that start a change stratum

@@ -61,32 +61,52 @@ double LinearR2(const Trace& t, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy * sxy / (sxx * syy) : 0.0;
 }
 
+// The trace's rows of the selection's iterations (found once, for every metric).
+std::vector<size_t> SelectedRows(const selector::Selection& sel, const Trace& t) {
+  std::unordered_map<uint64_t, size_t> row_of;
+  for (size_t i = 0; i < t.rows(); ++i) row_of[t.iter[i]] = i;
+  std::vector<size_t> rows;
+  for (const selector::SeqPoint& p : sel.points) {
+    for (uint64_t it : p.iters) {
+      if (auto r = row_of.find(it); r != row_of.end()) rows.push_back(r->second);
+    }
+  }
+  return rows;
+}
+
 // Metric k of the trace projected as seqpointd does online: from the measured rows only, by
 // the selector's time strata; time_ns against the cost proxy (as if it were not measured on
 // every iteration), any other metric against every iteration's time.
 std::optional<selector::StratifiedProjection> ProjectOnline(const selector::OnlineSelector& online,
                                                             const selector::Selection& sel,
-                                                            const Trace& t, size_t k) {
+                                                            const Trace& t,
+                                                            const std::vector<size_t>& rows,
+                                                            size_t k) {
   const int time_col = TimeColumn(t.schema);
-  std::unordered_map<uint64_t, size_t> row_of;
-  for (size_t i = 0; i < t.rows(); ++i) row_of[t.iter[i]] = i;
   std::vector<selector::StrataSample> samples;
-  for (const selector::SeqPoint& p : sel.points) {
-    for (uint64_t it : p.iters) {
-      auto r = row_of.find(it);
-      if (r == row_of.end()) continue;
-      const size_t i = r->second;
-      const uint32_t batch = t.batch.empty() ? 0 : t.batch[i];
-      samples.push_back({it, t.seq_len[i], selector::CostProxy(t.seq_len[i], batch),
-                         time_col >= 0 ? t.metrics[static_cast<size_t>(time_col)][i] : 0,
-                         t.metrics[k][i]});
-    }
+  for (size_t i : rows) {
+    const uint32_t batch = t.batch.empty() ? 0 : t.batch[i];
+    samples.push_back({t.iter[i], t.seq_len[i], selector::CostProxy(t.seq_len[i], batch),
+                       time_col >= 0 ? t.metrics[static_cast<size_t>(time_col)][i] : 0,
+                       t.metrics[k][i]});
   }
   const bool by_cost = time_col < 0 || static_cast<size_t>(time_col) == k;
   auto proj = selector::ProjectStratified(
       online.strata(), sel, samples, by_cost ? selector::Auxiliary::kCost : selector::Auxiliary::kTime);
   if (!proj.ok()) return std::nullopt;
   return *proj;
+}
+
+// The changes of cost the time strata found: where, which way, by how much.
+json ChangesJson(const selector::TimeStrata& strata) {
+  json out = json::array();
+  for (const selector::TimeChange& c : strata.changes()) {
+    out.push_back({{"ordinal", c.ordinal},
+                   {"direction", c.direction > 0 ? "slower" : "faster"},
+                   {"ratio", c.ratio},
+                   {"bin", c.sl_hi == 0 ? json(nullptr) : json{c.sl_lo, c.sl_hi}}});
+  }
+  return out;
 }
 
 Status CheckSameRun(const Trace& a, const Trace& b, const std::string& b_path) {
@@ -196,6 +216,7 @@ int RunEvaluateCommand(Args argv) {
   }
   json baselines_table = json::object();
   int evaluated = 0;
+  const std::vector<size_t> online_rows = online ? SelectedRows(*sel, *trace) : std::vector<size_t>{};
   for (size_t k = 0; k < trace->schema.metrics.size(); ++k) {
     const std::string& name = trace->schema.metrics[k];
     if (metric_filter && *metric_filter != name) continue;
@@ -209,7 +230,7 @@ int RunEvaluateCommand(Args argv) {
     // Online, as seqpointd does: by time strata, counters through every iteration's time.
     std::optional<selector::StratifiedProjection> strat;
     if (online && online->strata().observed() > 0) {
-      strat = ProjectOnline(*online, *sel, *trace, k);
+      strat = ProjectOnline(*online, *sel, *trace, online_rows, k);
       if (strat) *p = strat->whole;
     }
     const double actual = Sum(values);
@@ -229,7 +250,8 @@ int RunEvaluateCommand(Args argv) {
       j["time_strata"] = {{"strata", strat->strata},
                           {"borrowed", strat->borrowed},
                           {"warmup_end", online->strata().warmup_end()},
-                          {"changes", online->strata().changes().size()}};
+                          {"changes", online->strata().changes().size()},
+                          {"change_list", ChangesJson(online->strata())}};
     }
     json b = {{"first_n", ErrPct(selector::ProjectFirstN(values, n), actual)},
               {"uniform_stride", ErrPct(selector::ProjectUniformStride(values, n), actual)},

@@ -24,9 +24,6 @@ json AttachedJson(const AttachedProcess& a) {
           {"where", a.where}, {"detail", a.detail}, {"run_started", a.announced}};
 }
 
-// Today as days since 1970-01-01 (UTC), the key of the per-bin cost history.
-int64_t DaysSinceEpoch() { return WallNs() / (int64_t{86400} * 1'000'000'000); }
-
 // The run's time strata: the warm-up found, the strata and the changes of cost.
 json StrataJson(const selector::TimeStrata& t) {
   json strata = json::array();
@@ -368,7 +365,7 @@ Status Daemon::AddReport(int64_t run_id, int64_t days, json& out) {
   }
   std::sort(bins.begin(), bins.end(), [](auto& a, auto& b) { return a.count > b.count; });
   json history = json::array();
-  const int64_t today = DaysSinceEpoch();
+  const int64_t today = Today();
   std::set<uint32_t> seen;
   for (const HistogramBin& b : bins) {
     if (seen.size() >= 5) break;
@@ -389,7 +386,7 @@ Status Daemon::AddReport(int64_t run_id, int64_t days, json& out) {
 
 // One SL's daily cost history of one metric.
 Result<json> Daemon::ControlHistory(const ControlRequest& r) {
-  const int64_t today = DaysSinceEpoch();
+  const int64_t today = Today();
   auto rows = store_->QueryBinCost(static_cast<uint32_t>(r.seq_len), r.metric, today - r.days);
   if (!rows.ok()) return rows.status();
   json list = json::array();

@@ -186,7 +186,7 @@ Status Daemon::StartParts() {
     });
   }
   Every(prune_timer_, std::chrono::hours(6), [this] {
-    int64_t today = WallNs() / (int64_t{86400} * 1'000'000'000);
+    const int64_t today = Today();
     (void)store_->PruneHistory(today - config_.history_retention_days);
   });
   SEQPOINT_LOG(kInfo, "seqpointd " SEQPOINT_VERSION " started: state " + config_.StateDbPath() +

@@ -9,11 +9,6 @@
 #include "selector/projection.h"
 
 namespace seqpoint::daemon {
-namespace {
-
-constexpr int64_t kNsPerDay = int64_t{86400} * 1000000000;
-
-}  // namespace
 
 bool IsBookkeepingMetric(const std::string& metric) {
   return metric.rfind("observer:", 0) == 0 || metric.rfind("group:", 0) == 0;
@@ -196,7 +191,7 @@ bool RunTracker::WantsBegins() const {
 void RunTracker::AddCost(uint32_t seq_len, const std::string& metric, double value,
                          int64_t now_ns) {
   auto [lo, hi] = HistoryBin(seq_len);
-  int64_t day = now_ns / kNsPerDay;
+  const int64_t day = UnixDay(now_ns);
   BinCostRow& row = cost_deltas_[{day, lo, metric}];
   row.day = day;
   row.bin_lo = lo;
