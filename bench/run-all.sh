@@ -34,17 +34,23 @@ section "collectors: begin+end per collector"
 if [ $root = 1 ]; then
   section "ebpf: probe hit cost, ring buffer throughput, hook latency"
   "$build/bench/ebpf_probe_bench" 5
+  section "ebpf: counter windows at the probes vs from user space (task-clock per iteration)"
+  "$build/bench/probe_counters_bench" 200 2 2000
   section "ebpf: trainer slowdown with probes attached (paired)"
   SEQPOINT_BUILD="$build" bench/ebpf_overhead.sh
   section "agent: CPU, RSS and trainer slowdown with seqpointd watching (paired)"
   SEQPOINT_BUILD="$build" THREADS=1 bench/agent_overhead.sh 6 300
   section "online selection live: seqpointd on PyTorch runs, with and without a mid-run slowdown"
   SEQPOINT_BUILD="$build" bench/online_live.sh
+  section "data-parallel runs live: 2 and 4 gloo ranks under torchrun, Slurm and MPI environments"
+  SEQPOINT_BUILD="$build" bench/ddp_runs.sh
   section "node cost: package size, agent CPU/RSS idle and busy"
   packaging/measure-node-cost.sh "$build" 60 2
 else
   echo "run-all: not root: eBPF and agent benchmarks skipped"
 fi
+section "soak: 10^7 iterations over 100 runs, RSS, state database, log and spool flat"
+bench/soak.py --seqpointd "$build/agent/daemon/seqpointd"
 if [ $traces = 1 ]; then
   section "accuracy on real training (12 traces)"
   out=$(mktemp -d /tmp/seqpoint-traces.XXXXXX)

@@ -84,4 +84,17 @@ inline bool IsAbsent(const Status& s) {
   return s.code() == ErrorCode::kNotFound || s.code() == ErrorCode::kUnsupported;
 }
 
+// A vendor library answered that its counters are busy or locked by another tool (NVML's
+// NVML_ERROR_IN_USE, ROCm SMI's RSMI_STATUS_BUSY): a profiler holds them. The agent then backs
+// off that process's collectors (agent/runs/collector_backoff.h) instead of retrying each
+// iteration. Unavailable, so callers that do not know the marker treat it as a transient error.
+inline constexpr std::string_view kCountersBusyMarker = "counters busy: ";
+inline Status CountersBusy(const std::string& m) {
+  return Unavailable(std::string(kCountersBusyMarker) + m);
+}
+inline bool IsCountersBusy(const Status& s) {
+  return s.code() == ErrorCode::kUnavailable &&
+         s.message().find(kCountersBusyMarker) != std::string::npos;  // also under WithContext
+}
+
 }  // namespace seqpoint::collectors

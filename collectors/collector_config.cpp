@@ -112,6 +112,16 @@ std::vector<KeyEntry> Keys() {
          c->perf.pmu_trap_check = *b;
          return Status::Ok();
        }},
+      {{"collectors.perf.in_probe", "boolean", d.perf.in_probe ? "true" : "false",
+        "count the software events (at most 4) in the iteration probes at begin and end, so the "
+        "window is exactly the iteration's; false, or where the kernel cannot, count them in "
+        "user space from the begin wake-up (with exclude_kernel they always are)"},
+       [](CollectorConfig* c, const CollectorOptionValue& v) -> Status {
+         const bool* b = nullptr;
+         SEQPOINT_RETURN_IF_ERROR(Want(v, "a boolean", &b));
+         c->perf.in_probe = *b;
+         return Status::Ok();
+       }},
       {{"collectors.papi.enabled", "boolean", TomlBool(d.papi.enabled, false),
         "PAPI event sets (needs collectors.papi.events)"},
        SetEnabled(&CollectorConfig::papi)},

@@ -35,6 +35,11 @@ struct PerfOptions {
   // Leave hardware events out where counting them makes context switches trap (VMs):
   // perf/pmu_trap_probe.h. Measured once per process, at the first Open with hardware events.
   bool pmu_trap_check = true;
+  // Count the software events in the iteration probes themselves (probes/probe_counters.h):
+  // windows exactly probe to probe, no user-space wake-up. Where the kernel or the events do not
+  // allow it, and for hardware events, this collector counts in user space from the begin
+  // wake-up instead.
+  bool in_probe = true;
 };
 
 struct PapiOptions {

@@ -11,6 +11,16 @@ trainer's CPU, so the wall time of an iteration grows while its CPU time does no
     /usr/bin/python3 examples/train_torch.py --model gru --batching bucketed \\
         --iterations 1500 --trace /tmp/gru_bucketed.csv
 
+Data-parallel (--ddp): this process is one rank of a job whose launcher set its rank and the
+job's size (torchrun: RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; srun: SLURM_PROCID/SLURM_NTASKS;
+mpirun: OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE; MPICH: PMI_RANK/PMI_SIZE). The model is
+wrapped in DistributedDataParallel over gloo (CPU), so every iteration's backward all-reduces
+the gradients and a step is as slow as its slowest rank; rank r trains on batches r, r+N, ... of
+the shared batch order, so the ranks' SLs differ within a step. Each rank writes its own trace
+(--trace with {rank}), with the CLOCK_MONOTONIC begin and end of each iteration
+(mono_begin_ns, mono_end_ns) so the ranks' iterations can be joined into steps.
+examples/launch_ddp.py starts N ranks with the environment of torchrun, srun or mpirun.
+
 Needs only Python 3 and torch (Debian's python3-torch). Iterations are marked for the SeqPoint
 agent through sdk/python/seqpoint_probe when that module and its library load; without them
 the trainer runs the same, unmarked.
@@ -130,7 +140,16 @@ def parse_args(argv):
                    help="print the mean loss every N iterations to stderr (0: never)")
     p.add_argument("--no-probe", action="store_true",
                    help="do not mark iterations through seqpoint_probe")
+    p.add_argument("--ddp", action="store_true",
+                   help="data-parallel: one rank of a job whose launcher set the rank and the "
+                        "job's size (torchrun, srun, mpirun or examples/launch_ddp.py); "
+                        "gradients all-reduced over gloo; --trace must contain {rank}")
     args = p.parse_args(argv)
+    if args.ddp and "{rank}" not in args.trace:
+        p.error("--ddp: every rank writes its own trace: put {rank} in --trace, e.g. "
+                "--trace /tmp/run.rank{rank}.csv")
+    if args.ddp and args.slowdown_at is not None:
+        p.error("--slowdown-at applies to one process; it cannot be combined with --ddp")
     if args.lr <= 0:
         p.error("--lr must be positive, got %s" % args.lr)
     if args.log_every < 0:
@@ -321,6 +340,43 @@ def pad_batch(torch, pairs, indices):
     return src_ids, tgt_in, tgt_out, s_len, tokens
 
 
+# ---------------------------------------------------------------------------- data-parallel
+
+# (rank, world size) variables, in the order launchers are tried (torchrun, srun, mpirun, MPICH).
+_RANK_ENV = (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
+             ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
+
+
+def launch_rank():
+    """(rank, world size) as the launcher set them; UsageError when none did."""
+    for rank_name, size_name in _RANK_ENV:
+        rank, size = os.environ.get(rank_name), os.environ.get(size_name)
+        if rank is None or size is None:
+            continue
+        try:
+            r, n = int(rank), int(size)
+        except ValueError:
+            raise UsageError("--ddp: %s=%r and %s=%r are not integers" % (rank_name, rank,
+                                                                        size_name, size))
+        if n < 1 or not 0 <= r < n:
+            raise UsageError("--ddp: rank %s=%d is not in [0, %s=%d)" % (rank_name, r,
+                                                                       size_name, n))
+        return r, n
+    raise UsageError("--ddp: no launcher set this rank's number and the job's size (RANK and "
+                     "WORLD_SIZE, SLURM_PROCID and SLURM_NTASKS, OMPI_COMM_WORLD_RANK and "
+                     "OMPI_COMM_WORLD_SIZE, or PMI_RANK and PMI_SIZE); start the ranks with "
+                     "torchrun, srun, mpirun or examples/launch_ddp.py")
+
+
+def init_ddp(torch, rank, world):
+    """gloo over TCP at MASTER_ADDR:MASTER_PORT (default 127.0.0.1:29500)."""
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    import datetime
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world,
+                                         timeout=datetime.timedelta(seconds=120))
+
+
 # ------------------------------------------------------------------------------------ main
 
 def run(args):
@@ -331,6 +387,9 @@ def run(args):
                          "or pass another --trace" % (args.trace, trace_dir))
     if os.path.isdir(args.trace):
         raise UsageError("--trace '%s' is a directory; pass a file name" % args.trace)
+    rank, world = launch_rank() if args.ddp else (0, 1)
+    if args.ddp:
+        args.trace = args.trace.replace("{rank}", str(rank))
     pairs_text = read_corpus(args.corpus, args.max_len)
     pinned = pin_to_one_cpu(args.cpu) if args.slowdown_at is not None else None
 
@@ -356,6 +415,10 @@ def run(args):
 
     model = build_model(torch, args.model, len(src_vocab) + 4, len(tgt_vocab) + 4,
                         args.hidden, args.layers)
+    if args.ddp:
+        init_ddp(torch, rank, world)
+        # Same seed on every rank: the same initial weights, which DDP also broadcasts.
+        model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
     probe = load_probe(args.no_probe)
@@ -378,10 +441,15 @@ def run(args):
               "backward, clipping, Adam step\n" % (os.path.basename(args.corpus), len(pairs)))
     out.write("# seqpoint_probe: %s\n" % ("iterations marked through " + probe.library_path()
                                           if probe is not None else "not loaded, unmarked"))
+    if args.ddp:
+        out.write("# ddp: rank %d of %d, gloo; batches %d, %d+%d, ... of the shared order; "
+                  "mono_begin_ns/mono_end_ns: CLOCK_MONOTONIC around the same span as "
+                  "time_ns\n" % (rank, world, rank, rank, world))
     if slow_from is not None:
         out.write("# slowdown: busy-loop process on CPU %d from iter %d on; trainer pinned "
                   "to CPU %d\n" % (pinned, slow_from, pinned))
-    out.write("iter,seq_len,batch,tokens,time_ns,cpu_ns\n")
+    out.write("iter,seq_len,batch,tokens,time_ns,cpu_ns%s\n" %
+              (",mono_begin_ns,mono_end_ns" if args.ddp else ""))
 
     busy = None
     completed = False
@@ -405,10 +473,18 @@ def run(args):
                     os.replace(args.slowdown_file + ".tmp", args.slowdown_file)
                 else:
                     busy = start_busy_loop()
+            # Each rank its own share of the shared order: rank r takes the r-th of every
+            # `world` batches (the others' go by).
+            while len(epoch_batches) < world:
+                more = make_batches(lengths, args.batch, args.batching, args.bucket_width, rng)
+                epoch_batches[:0] = more[::-1]
+            mine = epoch_batches[-1 - rank]
+            del epoch_batches[len(epoch_batches) - world:]
             # The padded batch is ready before the clock starts, as from a prefetching loader.
-            src, tgt_in, tgt_out, seq_len, tokens = pad_batch(torch, pairs, epoch_batches.pop())
+            src, tgt_in, tgt_out, seq_len, tokens = pad_batch(torch, pairs, mine)
             if probe is not None:
                 probe.iteration_begin(it, seq_len, args.batch, tokens)
+            m0 = time.monotonic_ns()
             c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()
             optimizer.zero_grad(set_to_none=True)
@@ -420,10 +496,12 @@ def run(args):
             value = loss.item()
             t1 = time.perf_counter_ns()
             c1 = time.process_time_ns()
+            m1 = time.monotonic_ns()
             if probe is not None:
                 probe.iteration_end(it)
-            out.write("%d,%d,%d,%d,%d,%d\n" % (it, seq_len, args.batch, tokens, t1 - t0,
-                                               c1 - c0))
+            out.write("%d,%d,%d,%d,%d,%d%s\n" % (it, seq_len, args.batch, tokens, t1 - t0,
+                                                 c1 - c0,
+                                                 ",%d,%d" % (m0, m1) if args.ddp else ""))
             total_wall += t1 - t0
             total_cpu += c1 - c0
             loss_sum += value
@@ -439,9 +517,12 @@ def run(args):
         out.close()
         if completed:
             os.replace(partial, args.trace)
-    print("train_torch: %s %s iterations=%d total_time_s=%.3f total_cpu_s=%.3f trace=%s%s" %
+    if args.ddp:
+        torch.distributed.destroy_process_group()
+    print("train_torch: %s %s iterations=%d total_time_s=%.3f total_cpu_s=%.3f trace=%s%s%s" %
           (args.model, args.batching, args.iterations, total_wall / 1e9, total_cpu / 1e9,
-           args.trace, "" if slow_from is None else " slowdown_from_iter=%d" % slow_from),
+           args.trace, "" if slow_from is None else " slowdown_from_iter=%d" % slow_from,
+           " rank=%d/%d" % (rank, world) if args.ddp else ""),
           flush=True)
 
 

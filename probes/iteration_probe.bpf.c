@@ -96,6 +96,37 @@ struct {
   __type(value, struct sp_zero_code_state);
 } zero_code_state SEC(".maps");
 
+/* Counters read at the probes (probe_counters.h): per-task perf events of the counted threads,
+ * SP_MAX_COUNTERS per thread slot; the threads and processes they belong to; the totals at the
+ * begin of each hooked iteration of those processes. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(max_entries, SP_MAX_COUNTER_THREADS * SP_MAX_COUNTERS);
+  __type(key, __u32);
+  __type(value, __u32);
+} counter_events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, SP_MAX_COUNTER_THREADS);
+  __type(key, __u32); /* tid */
+  __type(value, struct sp_counter_thread);
+} counter_threads SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32); /* tgid */
+  __type(value, struct sp_counter_proc);
+} counter_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct sp_inflight_key);
+  __type(value, struct sp_counter_begin);
+} counter_begins SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, SP_STAT_COUNT);
@@ -184,6 +215,8 @@ static __always_inline bool hook_wanted(__u32 pid, __u64 iter, __u32 seq_len) {
   return left && take_wanted_sl(left);
 }
 
+#include "probe_counters.bpf.h"
+
 /* Reports and forgets the iteration `tid` left open in `pid`, if any (begin without end). */
 static __always_inline void abandon_open_iteration(__u32 pid, __u32 tid, __u64 now,
                                                    struct sp_pid_state* ps) {
@@ -206,6 +239,7 @@ static __always_inline void abandon_open_iteration(__u32 pid, __u32 tid, __u64 n
   };
   if (bpf_map_delete_elem(&inflight, &key) != 0) return; /* its end won the race */
   if (ps) __sync_fetch_and_add(&ps->open, -1);
+  counters_forget(pid, key.iter);
   count(SP_STAT_ABANDONED);
   submit(&e, e.flags & SP_FLAG_HOOKED, ps);
 }
@@ -257,6 +291,8 @@ int BPF_USDT(sp_usdt_begin, __u64 iter, __u32 seq_len, __u32 batch, __u64 tokens
                          .kind = SP_EVENT_BEGIN,
                          .flags = flags};
     submit(&e, true, ps);
+    /* After the wakeup it forces: that cost is the agent's, not the iteration's. */
+    counters_begin(pid, tid, iter);
   }
   return 0;
 }
@@ -286,6 +322,7 @@ int BPF_USDT(sp_usdt_end, __u64 iter) {
   if (bpf_map_delete_elem(&inflight, &key) == 0 && ps) __sync_fetch_and_add(&ps->open, -1);
   struct sp_thread_open* open = bpf_map_lookup_elem(&thread_open, &tid);
   if (open && open->pid == pid && open->iter == iter) bpf_map_delete_elem(&thread_open, &tid);
+  if (e.flags & SP_FLAG_HOOKED) counters_end(pid, tid, iter, &e);
   submit(&e, e.flags & SP_FLAG_HOOKED, ps);
   return 0;
 }
@@ -370,6 +407,7 @@ int sp_sl_call(struct pt_regs* ctx) {
                            .flags = SP_FLAG_HOOKED | SP_FLAG_ZERO_CODE,
                            .probe = probe + 1};
       submit(&e, true, ps);
+      counters_begin(pid, tid, st->iter);
     }
   } else if (cfg->reduce == SP_REDUCE_MAX) {
     if (seq_len > st->seq_len) st->seq_len = seq_len;
@@ -413,6 +451,7 @@ int sp_boundary(struct pt_regs* ctx) {
                        .kind = SP_EVENT_END,
                        .flags = flags,
                        .probe = probe + 1};
+  if (flags & SP_FLAG_HOOKED) counters_end(pid, tid, st->iter, &e);
   st->iter += 1;
   st->begin_ns = now;
   st->calls = 0;

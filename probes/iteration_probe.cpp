@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "probes/iteration_probe_skeleton.h"
+#include "probes/probe_pins.h"
 #include "iteration_probe_bpf.skel.h"
 
 namespace seqpoint::probes {
@@ -40,7 +41,55 @@ Status CheckBtf(const std::string& btf_path) {
   return Status::Ok();
 }
 
+// The counter path (probe_counters.h) reads per-task perf events with
+// bpf_perf_event_read_value from uprobes and from the sched_switch raw tracepoint: a runtime
+// feature probe, libbpf-tools style. Empty when both can.
+std::string CountersWhyNot() {
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_perf_event_read_value, nullptr) <= 0) {
+    return "this kernel has no bpf_perf_event_read_value for uprobes (Linux 4.15+)";
+  }
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_perf_event_read_value,
+                              nullptr) <= 0) {
+    return "this kernel has no bpf_perf_event_read_value for raw tracepoints (Linux 4.17+)";
+  }
+  return "";
+}
+
+// The maps shared across a restart (probe_pins.h): what the programs a previous daemon left
+// attached write (the ring, open iterations, counters) and what the next daemon must steer
+// (registered pids, wanted hooks, hook_mode in .bss). The others stay private to each daemon's
+// programs, which keep their own: libbpf's USDT argument specs (a fresh daemon numbers specs from
+// 0 again), the zero-code table (its slots are each daemon's), .rodata and the counter maps.
+Status PinSharedMaps(iteration_probe_bpf* skel, const std::string& dir) {
+  const std::pair<bpf_map*, const char*> shared[] = {
+      {skel->maps.events, "events"},
+      {skel->maps.inflight, "inflight"},
+      {skel->maps.thread_open, "thread_open"},
+      {skel->maps.pids, "pids"},
+      {skel->maps.wanted_iters, "wanted_iters"},
+      {skel->maps.wanted_sls, "wanted_sls"},
+      {skel->maps.zero_code_state, "zero_code_state"},
+      {skel->maps.stats, "stats"},
+      {skel->maps.bss, "bss"},
+  };
+  for (const auto& [map, name] : shared) {
+    std::string path = dir + "/map_" + name;
+    int err = bpf_map__set_pin_path(map, path.c_str());
+    if (err != 0) return LibbpfError("setting the pin path " + path, err);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+uint64_t IterationProbeSkeleton::Generation(const IterationProbeSkeletonConfig& config) {
+  size_t size = 0;
+  const void* elf = iteration_probe_bpf__elf_bytes(&size);
+  uint64_t h = PinHash(elf, size);
+  const uint64_t fixed[] = {RoundRingSize(config.ring_buffer_bytes), config.wakeup_bytes,
+                            config.max_seq_len, config.counters ? 1u : 0u};
+  return PinHash(fixed, sizeof(fixed), h);
+}
 
 Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
     const IterationProbeSkeletonConfig& config) {
@@ -76,6 +125,12 @@ Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
     bpf_program__set_autoload(raw->progs.sp_sl_call, false);
     bpf_program__set_autoload(raw->progs.sp_boundary, false);
   }
+
+  self->counters_why_not_ = config.counters ? CountersWhyNot() : "turned off";
+  raw->rodata->counters_on = self->counters_why_not_.empty() ? 1 : 0;
+  if (!self->counters_why_not_.empty()) bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
+
+  if (!config.pin_dir.empty()) SEQPOINT_RETURN_IF_ERROR(PinSharedMaps(raw, config.pin_dir));
 
   err = iteration_probe_bpf__load(raw);
   if (err != 0) return LibbpfError("loading the iteration probe BPF programs", err);
@@ -152,6 +207,26 @@ int IterationProbeSkeleton::wanted_sls_fd() const { return bpf_map__fd(skel_->ma
 int IterationProbeSkeleton::zero_code_state_fd() const {
   return bpf_map__fd(skel_->maps.zero_code_state);
 }
+int IterationProbeSkeleton::counter_events_fd() const {
+  return bpf_map__fd(skel_->maps.counter_events);
+}
+int IterationProbeSkeleton::counter_threads_fd() const {
+  return bpf_map__fd(skel_->maps.counter_threads);
+}
+int IterationProbeSkeleton::counter_procs_fd() const {
+  return bpf_map__fd(skel_->maps.counter_procs);
+}
+int IterationProbeSkeleton::counter_begins_fd() const {
+  return bpf_map__fd(skel_->maps.counter_begins);
+}
+
+Result<LinkPtr> IterationProbeSkeleton::AttachSchedSwitch() {
+  if (!counters_supported()) return Unsupported("probe counters: " + counters_why_not_);
+  ClearLibbpfLog();
+  bpf_link* link = bpf_program__attach(skel_->progs.sp_sched_switch);
+  if (link == nullptr) return LibbpfError("attaching the sched_switch counter program", errno);
+  return LinkPtr(link);
+}
 
 std::array<uint64_t, SP_STAT_COUNT> IterationProbeSkeleton::ReadStats() const {
   std::array<uint64_t, SP_STAT_COUNT> totals{};
@@ -167,8 +242,9 @@ std::array<uint64_t, SP_STAT_COUNT> IterationProbeSkeleton::ReadStats() const {
 }
 
 Result<std::set<uint32_t>> LoadedSeqpointProgramIds() {
-  static const char* const kOurs[] = {"sp_usdt_begin", "sp_usdt_end", "sp_sl_call", "sp_boundary",
-                                      "sp_exec",       "sp_exit",     "sp_dl_state"};
+  static const char* const kOurs[] = {"sp_usdt_begin", "sp_usdt_end", "sp_sl_call",
+                                      "sp_boundary",   "sp_exec",     "sp_exit",
+                                      "sp_dl_state",   "sp_sched_switch"};
   std::set<uint32_t> ids;
   uint32_t id = 0;
   errno = 0;

@@ -38,6 +38,21 @@ enum sp_event_flag {
   SP_FLAG_EXITED = 1u << 8,    /* user side: the process exited (or was detached) mid-iteration */
 };
 
+/* Perf counters read by the probes themselves (probe_counters.h): at most this many events per
+ * process, opened on each of its threads; the perf event array holds SP_MAX_COUNTERS entries per
+ * thread slot. */
+#define SP_MAX_COUNTERS 4
+#define SP_MAX_COUNTER_THREADS 4096
+
+enum sp_counter_flag {
+  SP_COUNTERS_OTHERS_RUNNING = 1u << 0, /* another counted thread of the process was on a CPU at
+                                           begin or end: its run since its last switch-in is
+                                           missing from the deltas */
+  SP_COUNTERS_UNCOUNTED_THREAD = 1u << 1, /* a thread with no events yet (created since the
+                                             last registration) ran inside the window */
+  SP_COUNTERS_READ_FAILED = 1u << 2,      /* a read failed (bpf_perf_event_read_value) */
+};
+
 /* One ring-buffer record. Timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC. */
 struct sp_event {
   __u64 iter;
@@ -52,8 +67,14 @@ struct sp_event {
   __u32 flags; /* enum sp_event_flag */
   __u32 probe; /* 0: USDT; 1 + index of the zero-code probe */
   __u32 pad;
+  /* SP_EVENT_END of a hooked iteration of a process with counters: the process's counts from
+   * begin to end, summed over its threads (probe_counters.h); bit i of counter_mask says
+   * counters[i] holds one. */
+  __u64 counters[SP_MAX_COUNTERS];
+  __u32 counter_mask;
+  __u32 counter_flags; /* enum sp_counter_flag */
 };
-SP_STATIC_ASSERT(sizeof(struct sp_event) == 64, "sp_event layout");
+SP_STATIC_ASSERT(sizeof(struct sp_event) == 104, "sp_event layout");
 
 /* Open iterations, keyed by process and iteration index (two threads may overlap). */
 struct sp_inflight_key {
@@ -149,6 +170,35 @@ SP_STATIC_ASSERT(sizeof(struct sp_zero_code_state) == 32, "sp_zero_code_state la
 #define SP_COOKIE_ROLE_BOUNDARY (1u << 8)
 #define SP_COOKIE_PROBE_MASK 0xffu
 
+/* A thread whose perf events sit in the perf event array at slot * SP_MAX_COUNTERS + i. */
+struct sp_counter_thread {
+  __u32 pid;
+  __u32 slot;
+  __u32 on_cpu; /* between its switch-in and switch-out, as seen by sp_sched_switch */
+  __u32 pad;
+  __u64 last[SP_MAX_COUNTERS]; /* its counts when last banked into the process */
+};
+SP_STATIC_ASSERT(sizeof(struct sp_counter_thread) == 48, "sp_counter_thread layout");
+
+/* A process with counters: the sum of its threads' counts up to each one's last bank. */
+struct sp_counter_proc {
+  __u32 count;   /* events per thread (<= SP_MAX_COUNTERS); set by the user side */
+  __u32 running; /* its counted threads on a CPU now */
+  __u64 banked[SP_MAX_COUNTERS];
+  __u64 uncounted_runs; /* switch-outs of its threads that have no events (new threads) */
+  __u64 read_errors;
+};
+SP_STATIC_ASSERT(sizeof(struct sp_counter_proc) == 56, "sp_counter_proc layout");
+
+/* The process's totals at the begin of a hooked iteration, keyed like `inflight`. */
+struct sp_counter_begin {
+  __u64 values[SP_MAX_COUNTERS];
+  __u64 uncounted_runs;
+  __u32 flags; /* enum sp_counter_flag seen at begin */
+  __u32 pad;
+};
+SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 48, "sp_counter_begin layout");
+
 /* Global counters (per-CPU array; the user side sums the CPUs). */
 enum sp_stat {
   SP_STAT_HITS = 0,       /* probe hits of any kind */
@@ -164,6 +214,8 @@ enum sp_stat {
   SP_STAT_ARG_FAULT,      /* zero-code SL argument could not be read */
   SP_STAT_EMPTY_BOUNDARY, /* zero-code boundary with no SL call since the last one */
   SP_STAT_WAKEUPS,        /* records submitted with an immediate wakeup */
+  SP_STAT_COUNTER_WINDOWS, /* hooked iterations whose counters were read at both probes */
+  SP_STAT_COUNTER_READ_FAIL, /* failed bpf_perf_event_read_value calls */
   SP_STAT_COUNT,
 };
 

@@ -29,12 +29,19 @@ struct IterationProbeSkeletonConfig {
   uint32_t max_seq_len = 1u << 20;             // larger SLs are flagged SP_FLAG_SL_HUGE
   std::string btf_path;                        // kernel BTF when /sys/kernel/btf/vmlinux is absent
   std::vector<sp_zero_code_config> zero_code;  // index = zero-code probe index
+  bool counters = true;                        // load the counter path (probe_counters.h)
+  // Non-empty: the generation directory of probe_pins.h. The maps a restarted daemon must share
+  // with the programs a previous one left attached are pinned there, or reused when they are.
+  std::string pin_dir;
 };
 
 class IterationProbeSkeleton {
  public:
   static Result<std::unique_ptr<IterationProbeSkeleton>> Load(
       const IterationProbeSkeletonConfig& config);
+  // The generation of the maps `config` would pin: a hash of the BPF object and of what is
+  // fixed at load (ring size, rodata). Maps are reused only within one generation.
+  static uint64_t Generation(const IterationProbeSkeletonConfig& config);
   ~IterationProbeSkeleton();
   IterationProbeSkeleton(const IterationProbeSkeleton&) = delete;
   IterationProbeSkeleton& operator=(const IterationProbeSkeleton&) = delete;
@@ -55,6 +62,11 @@ class IterationProbeSkeleton {
   void SetHookMode(uint32_t mode);
 
   bool zero_code_supported() const { return zero_code_supported_; }
+  // Whether the probes read perf counters (probe_counters.h); why not, when they do not.
+  bool counters_supported() const { return counters_why_not_.empty(); }
+  const std::string& counters_why_not() const { return counters_why_not_; }
+  // sp_sched_switch, which banks counted threads as they leave a CPU (counters only).
+  Result<LinkPtr> AttachSchedSwitch();
   uint32_t ring_buffer_bytes() const { return ring_buffer_bytes_; }
 
   int events_fd() const;
@@ -64,6 +76,10 @@ class IterationProbeSkeleton {
   int wanted_iters_fd() const;
   int wanted_sls_fd() const;
   int zero_code_state_fd() const;
+  int counter_events_fd() const;
+  int counter_threads_fd() const;
+  int counter_procs_fd() const;
+  int counter_begins_fd() const;
 
   // The global counters (enum sp_stat), summed over CPUs.
   std::array<uint64_t, SP_STAT_COUNT> ReadStats() const;
@@ -72,6 +88,7 @@ class IterationProbeSkeleton {
   explicit IterationProbeSkeleton(iteration_probe_bpf* skel) : skel_(skel) {}
   iteration_probe_bpf* skel_;
   bool zero_code_supported_ = false;
+  std::string counters_why_not_ = "not loaded";
   uint32_t ring_buffer_bytes_ = 0;
 };
 

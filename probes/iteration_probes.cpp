@@ -33,6 +33,9 @@ IterationEvent FromRecord(const sp_event& r) {
   e.end_ns = r.end_ns;
   e.flags = r.flags;
   e.probe = r.probe;
+  for (size_t i = 0; i < SP_MAX_COUNTERS; ++i) e.counters[i] = r.counters[i];
+  e.counter_mask = r.counter_mask;
+  e.counter_flags = r.counter_flags;
   return e;
 }
 
@@ -81,7 +84,9 @@ uint64_t LatencyStats::QuantileUpperBound(double q) const {
 IterationProbes::IterationProbes(IterationProbesOptions options, ProbeEventSink* sink)
     : options_(std::move(options)), sink_(sink), finder_(options_.proc_root, options_.zero_code) {}
 
-IterationProbes::~IterationProbes() { DetachAll(); }
+IterationProbes::~IterationProbes() {
+  if (!released_) DetachAll();
+}
 
 Result<std::unique_ptr<IterationProbes>> IterationProbes::Create(
     const IterationProbesOptions& options, ProbeEventSink* sink) {
@@ -96,34 +101,44 @@ Result<std::unique_ptr<IterationProbes>> IterationProbes::Create(
   config.wakeup_bytes = options.wakeup_bytes;
   config.max_seq_len = options.max_seq_len;
   config.btf_path = options.btf_path;
+  config.counters = options.counters;
   for (const ZeroCodeProbe& probe : options.zero_code) {
     SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(probe));
     config.zero_code.push_back(BpfConfig(probe));
   }
+  std::unique_ptr<IterationProbes> self(new IterationProbes(options, sink));
+  if (!options.pin_dir.empty()) SEQPOINT_RETURN_IF_ERROR(self->OpenPins(&config));
   auto skel = IterationProbeSkeleton::Load(config);
   if (!skel.ok()) return skel.status();
-
-  std::unique_ptr<IterationProbes> self(new IterationProbes(options, sink));
   self->skel_ = std::move(*skel);
+  self->counters_ = std::make_unique<ProbeCounters>(self->skel_.get(), options.proc_root);
   self->slots_ = options.zero_code;
   for (uint32_t i = 0; i < options.zero_code.size(); ++i) self->slot_of_.push_back(i);
-  ClearLibbpfLog();
-  ring_buffer* rb =
-      ring_buffer__new(self->skel_->events_fd(), &IterationProbes::OnRecord, self.get(), nullptr);
-  if (rb == nullptr) return LibbpfError("creating the ring buffer consumer", errno);
-  self->ring_.reset(rb);
+  auto ring = RingReader::Open(self->skel_->events_fd());
+  if (!ring.ok()) return ring.status().WithContext("the iteration ring buffer");
+  self->ring_ = std::move(*ring);
+  if (self->pins_) self->AdoptPinned();
   return self;
 }
 
 int IterationProbes::OnRecord(void* ctx, void* data, size_t size) {
   auto* self = static_cast<IterationProbes*>(ctx);
   ++self->stats_.received;
-  if (size != sizeof(sp_event)) {
+  // A shorter record is an older generation's (a pinned ring left by an older agent): the
+  // layout only ever grows at its end, so its fields are a prefix of ours.
+  if (size > sizeof(sp_event) || size < offsetof(sp_event, pad) + sizeof(uint32_t)) {
     ++self->stats_.malformed;
     return 0;
   }
-  sp_event record;
-  std::memcpy(&record, data, sizeof(record));
+  sp_event record{};
+  std::memcpy(&record, data, size);
+  // Pinned, a restarted owner is given again what its predecessor delivered but did not commit:
+  // a process detached since then had its run saved with them.
+  if (self->pins_ && !self->reading_legacy_ &&
+      self->attached_.count(static_cast<int>(record.pid)) == 0) {
+    ++self->stats_.stale;
+    return 0;
+  }
   self->Deliver(FromRecord(record));
   return 0;
 }
@@ -187,6 +202,7 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
   int slot = att.zero_code_slot;
   for (const AttachTarget& t : targets.targets) {
     std::string key = t.Key();
+    const std::set<int> links_before = pins_ ? OpenLinkFds() : std::set<int>{};
     if (t.kind != AttachTarget::Kind::kUsdt) {
       if (t.probe >= slot_of_.size()) continue;  // found with another set (cannot happen)
       int s = static_cast<int>(slot_of_[t.probe]);
@@ -222,6 +238,7 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       continue;
     }
     att.links.emplace(key, std::move(*link));
+    if (pins_) PinNewLinks(pid, key, links_before);
     att.sources.push_back(source);
     if (t.kind != AttachTarget::Kind::kUsdt) att.zero_code_slot = slot;
     ++added;
@@ -242,6 +259,7 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       return s;
     }
     stats_.per_pid[pid].attached = true;
+    if (!legacy_.empty()) RetireLegacy(pid);  // attached afresh: its old probes go
   }
   return added;
 }
@@ -255,8 +273,10 @@ void IterationProbes::DetachPid(int pid) {
   // Unregistered first: from here the probes ignore the process, so detaching its links one by
   // one cannot produce ends without begins.
   bpf_map_delete_elem(skel_->pids_fd(), &pid);
+  if (pins_) pins_->RemovePid(pid, it->second.identity.start_time);  // detached as fds close
   it->second.links.clear();
-  ring_buffer__consume(ring_.get());  // deliver what it queued before
+  ReadRing();  // deliver what it queued before
+  counters_->Disarm(pid);
   FlushOpenIterations(pid);
   attached_.erase(it);
 }
@@ -395,6 +415,23 @@ const ZeroCodeProbe* IterationProbes::AttachedZeroCodeProbe(int pid) const {
   return &slots_[static_cast<size_t>(it->second.zero_code_slot)];
 }
 
+Status IterationProbes::ArmCounters(int pid, const std::vector<ProbeCounterEvent>& events) {
+  if (attached_.count(pid) == 0) {
+    return NotFound("probe counters: pid " + std::to_string(pid) + " is not attached");
+  }
+  // A process adopted from a previous daemon runs that daemon's programs, whose counter maps
+  // were its own (not pinned) and whose perf events closed with it: counting in this daemon's
+  // maps would never reach its records.
+  for (const CarriedOver& c : carried_) {
+    if (c.alive && c.identity.pid == pid) {
+      return Unsupported("probe counters: pid " + std::to_string(pid) +
+                         " runs the probes of the previous daemon (adopted across the restart), "
+                         "which cannot read this daemon's counters");
+    }
+  }
+  return counters_->Arm(pid, events);
+}
+
 void IterationProbes::SetHookMode(HookMode mode) {
   skel_->SetHookMode(static_cast<uint32_t>(mode));
 }
@@ -425,15 +462,31 @@ Status IterationProbes::WantSeqLen(int pid, uint32_t seq_len, uint32_t count) {
 }
 
 Result<int> IterationProbes::Poll(int timeout_ms) {
-  int woken = ring_buffer__poll(ring_.get(), timeout_ms);
-  if (woken < 0 && woken != -EINTR) return LibbpfError("polling the iteration ring buffer", woken);
-  // Records submitted without a wakeup are there too; take them now.
-  int rest = ring_buffer__consume(ring_.get());
-  if (rest < 0) return LibbpfError("consuming the iteration ring buffer", rest);
-  return (woken > 0 ? woken : 0) + rest;
+  auto woken = ring_->Wait(timeout_ms);
+  if (!woken.ok()) return woken.status();
+  // Records submitted without a wakeup are there too; take them all now.
+  int rest = ReadRing();  // unpinned, it commits too
+  if (pins_ && ring_->uncommitted() > ring_->size() / 2) {
+    // The owner saves less often than the ring fills: losing records now would be worse than
+    // a restart being given fewer of them again.
+    ring_->Commit();
+    ++stats_.forced_commits;
+  }
+  counters_->Refresh();  // threads created since: counted from now on
+  return rest;
 }
 
-int IterationProbes::epoll_fd() const { return ring_buffer__epoll_fd(ring_.get()); }
+int IterationProbes::ReadRing() {
+  int n = legacy_.empty() ? 0 : ReadLegacy();
+  n += ring_->Read(
+      [this](const void* data, size_t size) { OnRecord(this, const_cast<void*>(data), size); });
+  if (!pins_) ring_->Commit();
+  return n;
+}
+
+void IterationProbes::CommitDelivered() { ring_->Commit(); }
+
+int IterationProbes::epoll_fd() const { return ring_->epoll_fd(); }
 
 IterationProbeStats IterationProbes::stats() const {
   IterationProbeStats out = stats_;

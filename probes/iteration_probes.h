@@ -22,18 +22,28 @@
 //
 // Threads: one owner thread calls everything; callbacks run inside Poll()/DetachPid() on that
 // thread. The BPF side runs in the traced threads. Destruction detaches every probe; links are
-// file-descriptor based and never pinned, so a killed agent leaves nothing attached either.
+// file-descriptor based, so a killed agent leaves nothing attached either, unless pinned.
+//
+// Pinned (options.pin_dir; iteration_probes_pins.cpp, probe_pins.h): the links and the shared
+// maps live in bpffs too, so the probes keep counting when the owner dies or Release()s them,
+// and the next IterationProbes of the same pin_instance adopts them (carried_over()) instead of
+// attaching twice. Records then stay in the ring until CommitDelivered(): the next owner is
+// given again whatever was delivered but not committed (at least once, never lost).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "probes/iteration_probe.h"
 #include "probes/iteration_probe_skeleton.h"
+#include "probes/probe_pins.h"
+#include "probes/ring_reader.h"
+#include "probes/probe_counters.h"
 #include "probes/target_finder.h"
 #include "probes/zero_code_probe.h"
 #include "common/status.h"
@@ -53,6 +63,11 @@ struct IterationEvent {
   uint64_t end_ns = 0;    // CLOCK_MONOTONIC; 0 in a begin event or an incomplete iteration
   uint32_t flags = 0;     // enum sp_event_flag
   uint32_t probe = 0;     // 0: USDT; 1 + zero-code probe index
+  // End of a hooked iteration of a process with probe counters (ArmCounters): the process's
+  // counts from begin to end probe; bit i of counter_mask says counters[i] holds one.
+  std::array<uint64_t, SP_MAX_COUNTERS> counters{};
+  uint32_t counter_mask = 0;
+  uint32_t counter_flags = 0;  // enum sp_counter_flag
 
   bool complete() const {
     return begin_ns != 0 && end_ns != 0 &&
@@ -79,12 +94,17 @@ enum class HookMode : uint32_t {
 };
 
 struct IterationProbesOptions {
-  uint32_t ring_buffer_bytes = 8u << 20;  // power of two (rounded up); 8 MiB = 131072 records
+  uint32_t ring_buffer_bytes = 8u << 20;  // power of two (rounded up); 8 MiB = 74898 records
   uint64_t wakeup_bytes = 256u << 10;     // batch size of wakeups for non-hooked records
   uint32_t max_seq_len = 1u << 20;        // above this an SL is flagged absurd (SP_FLAG_SL_HUGE)
   std::vector<ZeroCodeProbe> zero_code;   // at most SP_MAX_ZERO_CODE_PROBES
   std::string proc_root = "/proc";        // injectable for tests
   std::string btf_path;                   // kernel BTF file when the kernel exposes none
+  bool counters = true;                   // load the probe counter path (probe_counters.h)
+  // Pinning: the bpffs directory (e.g. /sys/fs/bpf/seqpoint) and the owner's instance (the
+  // daemon's state directory: one pin tree each). Empty pin_dir: nothing is pinned.
+  std::string pin_dir;
+  std::string pin_instance;
 };
 
 // Log2 histogram of a latency, in nanoseconds.
@@ -112,6 +132,9 @@ struct IterationProbeStats {
   uint64_t received = 0;                         // records consumed
   uint64_t malformed = 0;  // records of an unexpected size (a bug: never expected)
   uint64_t exited_mid_iteration = 0;
+  uint64_t stale = 0;           // pinned: records of processes no longer attached (dropped)
+  uint64_t forced_commits = 0;  // pinned: commits made because the ring was half full
+  uint64_t pin_failures = 0;    // pinned: attachments whose links could not be pinned
   LatencyStats hook_latency;  // probe fire -> OnBegin / hooked OnEnd
   std::map<int, PidProbeStats> per_pid;
   uint64_t lost() const { return kernel[SP_STAT_LOST]; }
@@ -155,6 +178,18 @@ class IterationProbes {
   // The zero-code probe `pid` is attached through; null when through USDT or not attached.
   const ZeroCodeProbe* AttachedZeroCodeProbe(int pid) const;
 
+  // Perf counters read by the probes at the begin and end of `pid`'s hooked iterations
+  // (probe_counters.h); their deltas come in IterationEvent::counters. Unsupported when the
+  // kernel lacks the path (counters_why_not() says why): count in user space instead.
+  Status ArmCounters(int pid, const std::vector<ProbeCounterEvent>& events);
+  void DisarmCounters(int pid) { counters_->Disarm(pid); }
+  // The events armed for `pid`, in IterationEvent::counters order; null when none.
+  const std::vector<ProbeCounterEvent>* CounterEvents(int pid) const {
+    return counters_->EventsOf(pid);
+  }
+  ProbeCounterProcStats CounterStats(int pid) const { return counters_->StatsOf(pid); }
+  const std::string& counters_why_not() const { return skel_->counters_why_not(); }
+
   void SetHookMode(HookMode mode);
   Status WantIteration(int pid, uint64_t iter);
   // The next `count` iterations of `pid` with this SL get hooks (count 0xffffffff: all;
@@ -170,6 +205,27 @@ class IterationProbes {
   IterationProbeStats stats() const;
   const IterationProbesOptions& options() const { return options_; }
 
+  // Pinning. A process a previous owner left pinned: adopted (attached through its old links)
+  // while alive, or gone since, with records maybe still queued: DetachPid it after a Poll.
+  struct CarriedOver {
+    ProcessIdentity identity;
+    bool alive = false;
+  };
+  const std::vector<CarriedOver>& carried_over() const { return carried_; }
+  bool pinned() const { return pins_ != nullptr; }
+  const std::string& pin_generation_dir() const { return pins_->dir(); }
+  uint64_t uncommitted_bytes() const { return ring_->uncommitted(); }
+  uint64_t ring_bytes() const { return ring_->size(); }
+  // Lets the kernel reuse the space of every record delivered so far (pinned: call it once what
+  // they fed is saved; unpinned, Poll does it itself).
+  void CommitDelivered();
+  // Pinned: delivers what is queued, then stops owning the probes but leaves them attached,
+  // counting and pinned for the next owner. With no process attached the pins are removed.
+  void Release();
+  // Removes the pin tree of `instance` under `pin_dir`, detaching what it held (a daemon told to
+  // clean up, or started with pinning off). Returns how many pins it removed.
+  static Result<int> RemovePins(const std::string& pin_dir, const std::string& instance);
+
  private:
   struct Attachment {
     ProcessIdentity identity;
@@ -184,6 +240,13 @@ class IterationProbes {
   void Deliver(const IterationEvent& event);
   void FlushOpenIterations(int pid);
   void ReadPidCounters(int pid, PidProbeStats* out) const;
+  int ReadRing();  // delivers every unread record (of older generations first)
+  // Pinning (iteration_probes_pins.cpp).
+  Status OpenPins(IterationProbeSkeletonConfig* config);
+  void AdoptPinned();
+  void PinNewLinks(int pid, const std::string& key, const std::set<int>& before);
+  void RetireLegacy(int pid);
+  int ReadLegacy();
 
   IterationProbesOptions options_;  // options_.zero_code: the current set, as configured
   // The BPF zero-code table by slot (IterationEvent::probe - 1); slot_of_[i] is the slot of
@@ -193,9 +256,26 @@ class IterationProbes {
   ProbeEventSink* sink_;
   TargetFinder finder_;
   std::unique_ptr<IterationProbeSkeleton> skel_;  // before ring_ and attached_: destroyed last
-  RingBufferPtr ring_;
+  std::unique_ptr<RingReader> ring_;
   std::map<int, Attachment> attached_;
+  std::unique_ptr<ProbeCounters> counters_;  // after skel_: destroyed before it
   IterationProbeStats stats_;
+  // Pinning: our generation's pins, and older generations (another BPF object or ring size)
+  // drained and retired as their processes are attached afresh.
+  struct Legacy {
+    std::string dir;
+    std::unique_ptr<RingReader> ring;
+    int pids_fd = -1;
+    int inflight_fd = -1;
+    int thread_open_fd = -1;
+    std::map<int, uint64_t> pids;  // pid -> start time, not yet attached afresh
+    uint64_t deadline_ns = 0;      // retired whole then, whoever has not been attached
+  };
+  std::unique_ptr<ProbePins> pins_;
+  std::vector<Legacy> legacy_;
+  std::vector<CarriedOver> carried_;
+  bool released_ = false;
+  bool reading_legacy_ = false;  // delivering an older generation's records
 };
 
 }  // namespace seqpoint::probes

@@ -21,6 +21,7 @@ UPLOADED = {
     "seqpoint_run_observer_effect_ratio_low", "seqpoint_run_observer_effect_ratio_high",
     "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
     "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
+    "seqpoint_run_projection_unobserved", "seqpoint_run_unobserved_iterations_total",
 }
 
 HEADER = """# Metrics
@@ -32,8 +33,31 @@ with the labels of `[upload.labels]` added (a label the series has already wins)
 
 Rules dashboards and alerts may rely on: a name, its labels and its type change only with a
 diff of this file and of `tests/golden/metrics.txt` (the golden test `agent_golden_test` fails
-otherwise). Labels never carry an iteration index, an SL or a pid; `run` is the daemon's run
-id, `key` the run key (`runs.group_by`), `metric`/`unit` name a projected metric in base units.
+otherwise). `run` is the daemon's run id, `key` the run key (`runs.group_by`), `metric`/`unit`
+name a projected metric in base units.
+
+## Cardinality
+
+Rules, enforced in code (`agent/runs/series_cap.h`) and checked by `agent_series_cap_test` and
+`agent_cardinality_test`:
+- No label carries an iteration index, an SL or a pid (`pid`, `iter`, `iteration`, `seq_len`,
+  `sl`, `tid`): their values are unbounded. Per-run families are labelled by `run` and by names
+  from bounded sets (`metric`, `unit`, `group`, `collector`, `reason`, `direction`, `profiler`).
+- The attribution of a run is on `seqpoint_run_info` (`launcher`, `job_id`, `step` (a Slurm job
+  step), `job_name`, `world_size`, `node`); dashboards join it on `run`. On remote-write every
+  per-run series carries these labels itself (those that are set), so a series is found by job
+  without a join. `job_name` and `world_size` are read from the first rank's environment
+  (`SEQPOINT_JOB_NAME`, `SLURM_JOB_NAME`, `PBS_JOBNAME`, `LSB_JOBNAME`; `WORLD_SIZE`,
+  `SLURM_NTASKS`, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`), `node` is the host name. Every value
+  read from the environment is sanitized (printable ASCII without quotes or backslashes; others
+  become `_`) and cut at 128 bytes; `world_size` must be digits; no label value passes 256 bytes.
+- At most `runs.max_series` per-run series per node (default 20000, on `/metrics` and in each
+  upload). Runs are added in run order; a run whose series would pass the cap is left out whole
+  and counted in `seqpoint_series_overflow_runs_total`; `seqpoint_series` is the count
+  exported, `seqpoint_series_dropped` what the cap left out. A run costs about 50 series
+  (64 replayed runs: 3,202 series), so the default holds some 400 concurrent runs on a node.
+
+## Families
 
 Alerting and recording rules and a Grafana dashboard over these names ship with the package:
 `packaging/prometheus/seqpoint-rules.yml` (with its `promtool test rules` tests) and

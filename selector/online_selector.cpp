@@ -34,31 +34,13 @@ Result<OnlineSelector> OnlineSelector::Create(const OnlineOptions& o) {
   return OnlineSelector(o);
 }
 
-uint64_t OnlineSelector::allowed() const {
-  uint64_t cap = UINT64_MAX;
-  if (options_.budget_count > 0) {
-    // A count budget is released over the run, B * t / (t + pacing): half by t = pacing, 90%
-    // by t = 9 * pacing. The run's length is unknown, and spending everything in the first
-    // iterations would leave the projection blind to any drift in iteration cost later on.
-    const double t = static_cast<double>(histogram_.total());
-    const double b = static_cast<double>(options_.budget_count);
-    cap = options_.pacing_iterations == 0
-              ? options_.budget_count
-              : static_cast<uint64_t>(std::floor(b * t / (t + static_cast<double>(options_.pacing_iterations)) + 1e-9));
-  }
-  if (options_.per_doubling > 0) {
-    const double t = static_cast<double>(histogram_.total());
-    const double w = static_cast<double>(std::max<uint64_t>(1, options_.window));
-    const double k = static_cast<double>(options_.per_doubling);
-    const double pace = t < w ? k * t / w : k * (1 + std::log2(t / w));
-    cap = std::min(cap, static_cast<uint64_t>(std::floor(pace + 1e-9)) + bonus_);
-  }
-  if (options_.budget_fraction > 0) {
-    uint64_t f = static_cast<uint64_t>(std::floor(options_.budget_fraction *
-                                                  static_cast<double>(histogram_.total()) + 1e-9));
-    cap = std::min(cap, f);
-  }
-  return cap;
+OnlineSelector::OnlineSelector(const OnlineOptions& o)
+    : options_(o),
+      cap_(BudgetCapTerms{o.budget_count, o.pacing_iterations, o.per_doubling, o.window,
+                          o.budget_fraction}),
+      strata_(o.strata),
+      next_periodic_rebin_(o.rebin_every) {
+  allowed_ = cap_.At(0, 0);
 }
 
 uint32_t OnlineSelector::MaxBinsNow() const {
@@ -74,6 +56,7 @@ void OnlineSelector::Rebin() {
   buckets_ = histogram_.Buckets();
   bins_ = BinsForTarget(buckets_, options_.target_error_pct, MaxBinsNow());
   bin_samples_.assign(bins_.size(), 0);
+  want_.assign(bins_.size(), 0);
   binned_cost_ = 0;
   for (size_t b = 0; b < bins_.size(); ++b) {
     binned_cost_ += bins_[b].sum_cost;
@@ -111,16 +94,25 @@ int OnlineSelector::FindBin(uint32_t seq_len) const {
   return static_cast<int>(it - bins_.begin());
 }
 
-uint64_t OnlineSelector::WantedIn(size_t bin) const {
+uint64_t OnlineSelector::WantedIn(size_t bin) {
   if (binned_cost_ <= 0) return 1;
   // The cap the budget allows at this moment, spread by cost share, rounded up (the global cap
   // still holds); at least one per bin.
-  uint64_t cap = allowed();
+  uint64_t cap = allowed_;
   if (cap == UINT64_MAX) cap = 0;
   // What the budget released since the stratum began is what it may spend on it.
   cap = cap > measured_at_stratum_ ? cap - measured_at_stratum_ : 0;
-  double want = static_cast<double>(cap) * bins_[bin].sum_cost / binned_cost_;
-  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(want - 1e-9)));
+  // Kept per bin until the spendable budget or the bins change: most iterations ask, and the
+  // budget steps only now and then.
+  if (cap != want_budget_) {
+    std::fill(want_.begin(), want_.end(), 0);
+    want_budget_ = cap;
+  }
+  if (want_[bin] == 0) {
+    const double want = static_cast<double>(cap) * bins_[bin].sum_cost / binned_cost_;
+    want_[bin] = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(want - 1e-9)));
+  }
+  return want_[bin];
 }
 
 Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens) {
@@ -128,14 +120,17 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   const bool eligible = index >= options_.warmup;
   histogram_.Add(seq_len, CostProxy(seq_len, batch), tokens, eligible);
   const uint64_t t = histogram_.total();
-  if (t >= next_rebin_ || seq_len < binned_lo_ || seq_len > binned_hi_ ||
-      (options_.rebin_every > 0 && t % options_.rebin_every == 0)) {
+  allowed_ = cap_.At(t, bonus_);
+  // Every rebin_every iterations (t grows by one per call: no division per iteration).
+  const bool periodic = options_.rebin_every > 0 && t == next_periodic_rebin_;
+  if (periodic) next_periodic_rebin_ += options_.rebin_every;
+  if (t >= next_rebin_ || seq_len < binned_lo_ || seq_len > binned_hi_ || periodic) {
     Rebin();
     while (next_rebin_ <= t) next_rebin_ *= 2;
   }
   if (const uint64_t key = StratumKey(iter); key != stratum_) EnterStratum(key);
   Decision d;
-  if (!eligible || samples_.size() >= allowed()) return d;
+  if (!eligible || samples_.size() >= allowed_) return d;
   int b = FindBin(seq_len);
   if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b)) ||
       bin_samples_[b] >= options_.max_samples_per_point) {
@@ -162,15 +157,39 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   return d;
 }
 
-uint64_t OnlineSelector::StratumKey(uint64_t iter) const {
-  uint64_t window = 0;
-  if (options_.per_doubling > 0 && options_.window > 0) {
-    for (uint64_t edge = options_.window; iter >= edge && window < 63; edge *= 2) ++window;
-  }
+uint64_t OnlineSelector::FindStratumKey(uint64_t iter) {
   // A count budget without pacing is spent as early as the bins want: no fresh wants per stratum.
-  if (options_.per_doubling == 0) return 0;
-  const uint64_t stratum = strata_.observed() > 0 ? strata_.StratumOf(iter) : 0;
-  return stratum << 6 | window;
+  if (options_.per_doubling == 0) {
+    key_from_ = 0;
+    key_until_ = UINT64_MAX;
+    key_version_ = strata_.version();
+    return key_ = 0;
+  }
+  uint64_t window = 0, from = 0, until = UINT64_MAX;
+  if (options_.window > 0) {
+    uint64_t edge = options_.window;
+    for (; iter >= edge && window < 63; edge *= 2) {
+      ++window;
+      from = edge;
+    }
+    until = edge;
+  }
+  uint64_t stratum = 0;
+  if (strata_.observed() > 0) {
+    uint64_t begin = 0, end = UINT64_MAX;
+    stratum = strata_.StratumOf(iter, &begin, &end);
+    from = std::max(from, begin);
+    until = std::min(until, end);
+  }
+  const uint64_t key = stratum << 6 | window;
+  // Past 2^62 the window edges overflow: no stretch is kept there.
+  if (iter < (uint64_t{1} << 62) && from <= iter && iter < until) {
+    key_ = key;
+    key_from_ = from;
+    key_until_ = until;
+    key_version_ = strata_.version();
+  }
+  return key;
 }
 
 void OnlineSelector::EnterStratum(uint64_t key) {
@@ -184,7 +203,10 @@ void OnlineSelector::OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, dou
   const size_t changes = strata_.changes().size();
   strata_.Observe(iter, seq_len, CostProxy(seq_len, batch), time_ns);
   // Re-measure after a change, within the caps: the pace alone would take a whole window.
-  bonus_ += (strata_.changes().size() - changes) * options_.change_bonus;
+  if (strata_.changes().size() != changes) {
+    bonus_ += (strata_.changes().size() - changes) * options_.change_bonus;
+    allowed_ = cap_.At(histogram_.total(), bonus_);
+  }
 }
 
 Selection OnlineSelector::Current() const {
@@ -255,7 +277,8 @@ size_t OnlineSelector::MemoryBytes() const {
   return sizeof(*this) + histogram_.MemoryBytes() + buckets_.capacity() * sizeof(SlBucket) +
          bins_.capacity() * sizeof(Bin) + bin_samples_.capacity() * sizeof(uint64_t) +
          samples_.capacity() * sizeof(Sample) + samples_in_bucket_.capacity() * sizeof(uint32_t) +
-         bin_of_bucket_.capacity() * sizeof(int32_t) + strata_.MemoryBytes();
+         bin_of_bucket_.capacity() * sizeof(int32_t) + want_.capacity() * sizeof(uint64_t) +
+         strata_.MemoryBytes();
 }
 
 }  // namespace seqpoint::selector

@@ -26,10 +26,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "selector/binning.h"
+#include "selector/budget_cap.h"
 #include "selector/selection.h"
 #include "selector/sl_histogram.h"
 #include "selector/time_strata.h"
@@ -83,11 +86,20 @@ class OnlineSelector {
 
   uint64_t iterations() const { return histogram_.total(); }
   uint64_t measured() const { return samples_.size(); }
-  uint64_t allowed() const;  // budget cap at this moment
+  uint64_t allowed() const { return allowed_; }  // budget cap at this moment
   uint32_t bins() const { return static_cast<uint32_t>(bins_.size()); }
   uint64_t rebins() const { return rebins_; }
   const SlHistogram& histogram() const { return histogram_; }
   size_t MemoryBytes() const;
+
+  // The selector's whole state (histogram, bins, samples, time strata and change detectors) as
+  // bytes, and back into a selector created with the same options: what a restart needs
+  // instead of replaying every iteration (selector_checkpoint.cpp).
+  std::string Checkpoint() const;
+  // Into a selector fresh from Create (same options); an image it cannot read is an error.
+  Status LoadCheckpoint(std::string_view image);
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
   struct Sample {
     uint64_t iter;
@@ -97,15 +109,23 @@ class OnlineSelector {
   const std::vector<Sample>& samples() const { return samples_; }
 
  private:
-  explicit OnlineSelector(const OnlineOptions& o) : options_(o), strata_(o.strata) {}
+  explicit OnlineSelector(const OnlineOptions& o);
   void EnterStratum(uint64_t key);
-  uint64_t StratumKey(uint64_t iter) const;
+  // The (stratum, window) key of an iteration; found afresh only past the stretch of
+  // iterations it was last found for, or when the strata changed.
+  uint64_t StratumKey(uint64_t iter) {
+    if (iter >= key_from_ && iter < key_until_ && strata_.version() == key_version_) return key_;
+    return FindStratumKey(iter);
+  }
+  uint64_t FindStratumKey(uint64_t iter);
   void Rebin();
   uint32_t MaxBinsNow() const;
   int FindBin(uint32_t seq_len) const;
-  uint64_t WantedIn(size_t bin) const;
+  uint64_t WantedIn(size_t bin);
 
   OnlineOptions options_;
+  BudgetCap cap_;
+  uint64_t allowed_ = 0;  // cap_ at the current iteration count and bonus
   SlHistogram histogram_;
   std::vector<SlBucket> buckets_;  // snapshot at the last re-bin
   std::vector<Bin> bins_;
@@ -117,8 +137,14 @@ class OnlineSelector {
   uint64_t stratum_ = 0;              // the current (stratum, window) key of the last iteration
   uint64_t measured_at_stratum_ = 0;  // samples_.size() when it began
   uint64_t bonus_ = 0;                // change_bonus x changes found
-  std::vector<int32_t> bin_of_bucket_;       // bucket index -> current bin  // SlHistogram bucket index -> samples taken
+  std::vector<int32_t> bin_of_bucket_;  // SlHistogram bucket index -> current bin
+  // WantedIn per bin, for the spendable budget want_budget_ (0: not computed yet).
+  std::vector<uint64_t> want_;
+  uint64_t want_budget_ = UINT64_MAX;
+  // StratumKey holds for iterations [key_from_, key_until_) while the strata are at key_version_.
+  uint64_t key_ = 0, key_from_ = 1, key_until_ = 0, key_version_ = 0;
   uint64_t next_rebin_ = 1;
+  uint64_t next_periodic_rebin_ = 0;  // the next multiple of rebin_every
   uint64_t rebins_ = 0;
   uint32_t binned_lo_ = UINT32_MAX, binned_hi_ = 0;
 };

@@ -13,8 +13,11 @@
 // median), so the detector follows the level it was reset at. Not thread-safe; O(1) per call.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "selector/state_codec.h"
 
 namespace seqpoint::selector {
 
@@ -30,8 +33,27 @@ class PageHinkley {
   explicit PageHinkley(PageHinkleyOptions o = {}) : o_(o) {}
 
   // `x` in the units of `scale` (> 0). Returns +1 (up), -1 (down) or 0 (no change). After an
-  // alarm the detector resets and learns the new level.
-  int Add(double x, double scale);
+  // alarm the detector resets and learns the new level. Inline: it runs twice for every
+  // iteration of a run (the detector of all iterations and its SL octave's).
+  int Add(double x, double scale) {
+    if (learning_) return Learn(x);
+    if (!(scale > 0)) return 0;
+    const double z = std::clamp((x - ref_) / scale, -o_.clip, o_.clip);
+    ++n_;
+    up_ += z - o_.delta;
+    if (up_ < up_min_) {
+      up_min_ = up_;
+      up_min_at_ = n_;
+    }
+    down_ += z + o_.delta;
+    if (down_ > down_max_) {
+      down_max_ = down_;
+      down_max_at_ = n_;
+    }
+    if (up_ - up_min_ > o_.lambda) return Alarm(1, n_ - up_min_at_);
+    if (down_max_ - down_ > o_.lambda) return Alarm(-1, n_ - down_max_at_);
+    return 0;
+  }
   // Reference level (median of the learning window); 0 while learning.
   double reference() const { return learning_ ? 0 : ref_; }
   bool learning() const { return learning_; }
@@ -39,8 +61,14 @@ class PageHinkley {
   // the sum that alarmed), for the alarm just returned.
   uint64_t since_change() const { return since_change_; }
   void Reset();
+  // The state as bytes and back (selector_checkpoint.cpp); Load is false on a short image.
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
  private:
+  int Learn(double x);  // while learning: the reference level from the first observations
+  int Alarm(int direction, uint64_t since_change);  // reset after an alarm; returns direction
+
   PageHinkleyOptions o_;
   bool learning_ = true;
   std::vector<double> window_;

@@ -1,15 +1,6 @@
 #include "selector/sl_histogram.h"
 
-#include <bit>
-
 namespace seqpoint::selector {
-
-uint32_t SlHistogram::BucketIndex(uint32_t seq_len) {
-  if (seq_len < kExactLimit) return seq_len;
-  uint32_t octave = 31 - static_cast<uint32_t>(std::countl_zero(seq_len));  // 16..31
-  uint32_t sub = (seq_len >> (octave - 8)) & (kSubBuckets - 1);
-  return kExactLimit + (octave - 16) * kSubBuckets + sub;
-}
 
 SlBucket SlHistogram::BucketBounds(uint32_t index) {
   SlBucket b;

@@ -7,9 +7,12 @@
 // Not thread-safe: one owner feeds it (the selector of one run).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "selector/state_codec.h"
 
 namespace seqpoint::selector {
 
@@ -45,7 +48,13 @@ class SlHistogram {
   static constexpr uint32_t kSubBuckets = 256;  // per octave above kExactLimit
   static constexpr uint32_t kMaxBuckets = kExactLimit + 16 * kSubBuckets;
 
-  static uint32_t BucketIndex(uint32_t seq_len);
+  // Inline: every iteration of a run goes through it, in Add and in the selector.
+  static uint32_t BucketIndex(uint32_t seq_len) {
+    if (seq_len < kExactLimit) return seq_len;
+    const uint32_t octave = 31 - static_cast<uint32_t>(std::countl_zero(seq_len));  // 16..31
+    const uint32_t sub = (seq_len >> (octave - 8)) & (kSubBuckets - 1);
+    return kExactLimit + (octave - 16) * kSubBuckets + sub;
+  }
   static SlBucket BucketBounds(uint32_t index);
 
   void Add(uint32_t seq_len, double cost, double tokens, bool eligible) {
@@ -69,6 +78,9 @@ class SlHistogram {
   std::vector<SlBucket> Buckets() const;
   const SlStats* Find(uint32_t seq_len) const;
   size_t MemoryBytes() const { return buckets_.capacity() * sizeof(SlStats); }
+  // The state as bytes and back (selector_checkpoint.cpp); Load is false on a short image.
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
  private:
   std::vector<SlStats> buckets_;

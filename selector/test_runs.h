@@ -1,6 +1,7 @@
 // Synthetic runs for the selector's tests: SL sequences shaped like real bucketed training
 // (a skewed length distribution, repeated SLs), and a metric that follows the cost model with
-// multiplicative noise. Deterministic for a seed.
+// multiplicative noise; the same with a warm-up and a slowdown, fed to the online selector as
+// seqpointd feeds it. Deterministic for a seed.
 #pragma once
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "selector/online_selector.h"
 #include "selector/projection.h"
 #include "selector/sl_histogram.h"
+#include "selector/stratified_projection.h"
 
 namespace seqpoint::selector::testing {
 
@@ -48,6 +51,67 @@ inline std::vector<std::vector<Observation>> ObservationsOf(const Run& r, const 
     for (uint64_t it : p.iters) obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
   }
   return obs;
+}
+
+// A run with a warm-up (the first `warmup` iterations `warm_factor` slower, fading out) and,
+// from `slow_at` on, iterations `slow_factor` slower in time while their work (the "counter",
+// e.g. CPU time) stays as it was: a process sharing the CPU.
+struct DriftRun {
+  Run run;
+  std::vector<double> work;
+};
+inline DriftRun MakeDriftRun(size_t n, uint64_t seed, size_t warmup, double warm_factor,
+                             size_t slow_at, double slow_factor) {
+  DriftRun d;
+  d.run = MakeRun(n, seed, 0.05);
+  d.work = d.run.time;
+  d.run.total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double f = 1;
+    if (i < warmup) {
+      f *= 1 + (warm_factor - 1) * (1 - static_cast<double>(i) / static_cast<double>(warmup));
+    }
+    if (i >= slow_at) f *= slow_factor;
+    d.run.time[i] *= f;
+    d.run.total += d.run.time[i];
+  }
+  return d;
+}
+
+struct Online {
+  OnlineSelector sel;
+  std::vector<StrataSample> time_samples, work_samples;
+};
+
+inline Online RunOnline(const DriftRun& d, uint32_t per_doubling = 16) {
+  OnlineOptions o;
+  o.per_doubling = per_doubling;
+  o.warmup = 0;
+  Online out{*OnlineSelector::Create(o), {}, {}};
+  const Run& r = d.run;
+  for (size_t i = 0; i < r.seq_len.size(); ++i) {
+    Decision dec = out.sel.OnIteration(i, r.seq_len[i], r.batch[i], 0);
+    out.sel.OnTime(i, r.seq_len[i], r.batch[i], r.time[i]);
+    if (dec.measure) {
+      const double cost = CostProxy(r.seq_len[i], r.batch[i]);
+      out.time_samples.push_back({i, r.seq_len[i], cost, r.time[i], r.time[i]});
+      out.work_samples.push_back({i, r.seq_len[i], cost, r.time[i], d.work[i]});
+    }
+  }
+  return out;
+}
+
+inline double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+inline const TimeChange* FirstSlower(const TimeStrata& t) {
+  for (const TimeChange& c : t.changes()) {
+    if (c.direction == 1) return &c;
+  }
+  return nullptr;
 }
 
 }  // namespace seqpoint::selector::testing

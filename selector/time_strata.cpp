@@ -1,6 +1,7 @@
 #include "selector/time_strata.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace seqpoint::selector {
@@ -12,10 +13,13 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A duration this many times what the fitted model predicts (relative to the median
+// iteration) is kept out of the fit: FitModel.
+constexpr double kStallFactor = 20;
+
+// floor(log2(seq_len)); 0 for 0.
 uint32_t Octave(uint32_t seq_len) {
-  uint32_t k = 0;
-  while (k < 31 && (seq_len >> (k + 1)) != 0) ++k;
-  return k;
+  return seq_len == 0 ? 0 : static_cast<uint32_t>(std::bit_width(seq_len)) - 1;
 }
 
 }  // namespace
@@ -35,39 +39,75 @@ std::string_view StratumKindName(StratumKind kind) {
 }
 
 TimeStrata::Model TimeStrata::FitModel(const std::vector<Raw>& sorted, size_t from) {
-  Model m;
-  double n = 0, sc = 0, st = 0, scc = 0, sct = 0;
-  for (size_t i = from; i < sorted.size(); ++i) {
-    const Raw& r = sorted[i];
-    if (!(r.time > 0)) continue;
-    n += 1;
-    sc += r.cost;
-    st += r.time;
-    scc += r.cost * r.cost;
-    sct += r.cost * r.time;
+  // Least squares over the iterations not in `skip` (empty: none skipped).
+  auto fit = [&](const std::vector<bool>& skip) {
+    Model m;
+    double n = 0, sc = 0, st = 0, scc = 0, sct = 0;
+    for (size_t i = from; i < sorted.size(); ++i) {
+      const Raw& r = sorted[i];
+      if (!(r.time > 0) || (!skip.empty() && skip[i])) continue;
+      n += 1;
+      sc += r.cost;
+      st += r.time;
+      scc += r.cost * r.cost;
+      sct += r.cost * r.time;
+    }
+    if (n < 1) return m;
+    const double var = scc - sc * sc / n;
+    m.b = var > 1e-12 * std::max(1.0, scc) ? (sct - sc * st / n) / var : 0;
+    m.a = (st - m.b * sc) / n;
+    // A fit that predicts no time for some iteration (noise over a narrow SL range) is no
+    // model: fall back to time proportional to cost, or to the mean time.
+    double lo_cost = INFINITY;
+    for (size_t i = from; i < sorted.size(); ++i) {
+      if (skip.empty() || !skip[i]) lo_cost = std::min(lo_cost, sorted[i].cost);
+    }
+    if (m.b < 0 || m.At(lo_cost) <= 0) {
+      m.a = sc > 0 ? 0 : st / n;
+      m.b = sc > 0 ? st / sc : 0;
+    }
+    return m;
+  };
+  // log(time / model) of each iteration (NaN where there is none).
+  auto deviations = [&](const Model& m) {
+    std::vector<double> dev(sorted.size(), NAN);
+    for (size_t i = from; i < sorted.size(); ++i) {
+      const double want = m.At(sorted[i].cost);
+      if (sorted[i].time > 0 && want > 0) dev[i] = std::log(sorted[i].time / want);
+    }
+    return dev;
+  };
+  auto kept = [&](const std::vector<double>& dev, const std::vector<bool>& skip) {
+    std::vector<double> v;
+    for (size_t i = from; i < dev.size(); ++i) {
+      if (!std::isnan(dev[i]) && (skip.empty() || !skip[i])) v.push_back(dev[i]);
+    }
+    return v;
+  };
+  std::vector<bool> skip;
+  Model m = fit(skip);
+  std::vector<double> dev = deviations(m);
+  double med = Median(kept(dev, skip));
+  // One duration far above the others is no iteration's work: a step of the clock that timed
+  // it, or a stall (a recompile, the process stopped). Least squares would follow it (one
+  // clock step of a second made a whole warm-up look like steady state): it is left out of
+  // the fit. A run without one is fitted exactly as before.
+  for (size_t i = from; i < dev.size(); ++i) {
+    if (!std::isnan(dev[i]) && dev[i] - med > std::log(kStallFactor)) {
+      if (skip.empty()) skip.assign(sorted.size(), false);
+      skip[i] = true;
+    }
   }
-  if (n < 1) return m;
-  const double var = scc - sc * sc / n;
-  m.b = var > 1e-12 * std::max(1.0, scc) ? (sct - sc * st / n) / var : 0;
-  m.a = (st - m.b * sc) / n;
-  // A fit that predicts no time for some iteration (noise over a narrow SL range) is no model:
-  // fall back to time proportional to cost, or to the mean time.
-  double lo_cost = INFINITY;
-  for (size_t i = from; i < sorted.size(); ++i) lo_cost = std::min(lo_cost, sorted[i].cost);
-  if (m.b < 0 || m.At(lo_cost) <= 0) {
-    m.a = sc > 0 ? 0 : st / n;
-    m.b = sc > 0 ? st / sc : 0;
+  if (!skip.empty()) {
+    m = fit(skip);
+    dev = deviations(m);
+    med = Median(kept(dev, skip));
   }
-  std::vector<double> dev;
-  for (size_t i = from; i < sorted.size(); ++i) {
-    const double want = m.At(sorted[i].cost);
-    if (sorted[i].time > 0 && want > 0) dev.push_back(std::log(sorted[i].time / want));
-  }
-  const double med = Median(dev);
-  for (double& d : dev) d = std::fabs(d - med);
+  std::vector<double> spread = kept(dev, skip);
+  for (double& d : spread) d = std::fabs(d - med);
   // MAD as a standard deviation; never below 2%, so a very quiet run does not alarm on noise
   // the clock itself adds.
-  m.sigma = std::max(0.02, 1.4826 * Median(dev));
+  m.sigma = std::max(0.02, 1.4826 * Median(spread));
   return m;
 }
 
@@ -124,7 +164,7 @@ void TimeStrata::Observe(uint64_t ordinal, uint32_t seq_len, double cost, double
     }
     return;
   }
-  ExtendBounds();
+  if (next_window_ > 0 && next_window_ <= max_ordinal_) ExtendBounds();
   if (o_.detect_changes && ordinal >= warmup_) Detect(r);
   Track(r);
 }
@@ -137,48 +177,69 @@ void TimeStrata::ExtendBounds() {
 }
 
 void TimeStrata::Track(const Raw& r) {
-  StrataCell& c = cells_[static_cast<uint64_t>(StratumOf(r.ordinal)) << 32 | r.seq_len];
-  ++c.n;
-  c.time += r.time;
-  c.cost += r.cost;
+  // Observations come in (nearly) ordinal order: the stratum is looked up once per stretch.
+  if (r.ordinal < track_begin_ || r.ordinal >= track_end_ || bounds_.size() != track_bounds_ ||
+      track_owner_ != this) {
+    track_stratum_ = StratumOf(r.ordinal, &track_begin_, &track_end_);
+    track_bounds_ = bounds_.size();
+    track_cells_.clear();
+    track_owner_ = this;
+  }
+  StrataCell* c = r.seq_len < track_cells_.size() ? track_cells_[r.seq_len] : nullptr;
+  if (c == nullptr) {
+    c = &cells_[static_cast<uint64_t>(track_stratum_) << 32 | r.seq_len];
+    if (r.seq_len < kTrackedSls) {
+      if (r.seq_len >= track_cells_.size()) track_cells_.resize(r.seq_len + 1, nullptr);
+      track_cells_[r.seq_len] = c;
+    }
+  }
+  ++c->n;
+  c->time += r.time;
+  c->cost += r.cost;
 }
 
 void TimeStrata::Detect(const Raw& r) {
   const double want = model_.At(r.cost);
   if (!(want > 0) || !(r.time > 0)) return;
   const double x = std::log(r.time / want);
-  auto feed = [&](uint32_t key, PageHinkley& det) {
-    const double before = det.reference();
-    const int alarm = det.Add(x, model_.sigma);
-    if (auto p = pending_ratio_.find(key); p != pending_ratio_.end() && !det.learning()) {
-      changes_[p->second].ratio = std::exp(det.reference() - old_level_[key]);
-      pending_ratio_.erase(p);
-    }
-    if (alarm == 0) return false;
-    TimeChange c;
-    c.ordinal = std::max(r.ordinal, max_ordinal_) + 1;
-    c.direction = alarm;
-    if (key > 0) {
-      c.sl_lo = 1u << (key - 1);
-      c.sl_hi = key - 1 >= 31 ? UINT32_MAX : (1u << key) - 1;
-    }
-    if (changes_.size() < o_.max_changes) {
-      changes_at_.push_back(c.ordinal);
-      if (settled_ && !bounds_.empty() && bounds_.back() < c.ordinal) bounds_.push_back(c.ordinal);
-      old_level_[key] = before;
-      pending_ratio_[key] = changes_.size();
-      changes_.push_back(c);
-    }
-    return true;
-  };
-  if (feed(0, all_)) {
+  if (Feed(0, all_, x, r)) {
     for (auto& d : by_octave_) d.reset();  // every octave saw the change: report it once
     return;
   }
   const uint32_t key = Octave(r.seq_len) + 1;
   std::optional<PageHinkley>& det = by_octave_[std::min<size_t>(key - 1, by_octave_.size() - 1)];
   if (!det) det.emplace(o_.change);
-  feed(key, *det);
+  Feed(key, *det, x, r);
+}
+
+bool TimeStrata::Feed(uint32_t key, PageHinkley& det, double x, const Raw& r) {
+  const double before = det.reference();
+  const int alarm = det.Add(x, model_.sigma);
+  if (!pending_ratio_.empty()) {
+    if (auto p = pending_ratio_.find(key); p != pending_ratio_.end() && !det.learning()) {
+      changes_[p->second].ratio = std::exp(det.reference() - old_level_[key]);
+      pending_ratio_.erase(p);
+    }
+  }
+  if (alarm == 0) return false;
+  OpenChange(key, alarm, before, r);
+  return true;
+}
+
+void TimeStrata::OpenChange(uint32_t key, int direction, double level_before, const Raw& r) {
+  TimeChange c;
+  c.ordinal = std::max(r.ordinal, max_ordinal_) + 1;
+  c.direction = direction;
+  if (key > 0) {
+    c.sl_lo = 1u << (key - 1);
+    c.sl_hi = key - 1 >= 31 ? UINT32_MAX : (1u << key) - 1;
+  }
+  if (changes_.size() >= o_.max_changes) return;
+  changes_at_.push_back(c.ordinal);
+  if (settled_ && !bounds_.empty() && bounds_.back() < c.ordinal) bounds_.push_back(c.ordinal);
+  old_level_[key] = level_before;
+  pending_ratio_[key] = changes_.size();
+  changes_.push_back(c);
 }
 
 void TimeStrata::Settle() {
@@ -239,12 +300,15 @@ std::vector<Stratum> TimeStrata::Strata() const {
 }
 
 uint32_t TimeStrata::StratumOf(uint64_t ordinal) const {
-  if (settled_) {
-    auto it = std::upper_bound(bounds_.begin(), bounds_.end(), ordinal);
-    return static_cast<uint32_t>(it - bounds_.begin() - 1);
-  }
-  const std::vector<uint64_t>& b = ProvisionalBounds();
+  uint64_t begin = 0, end = 0;
+  return StratumOf(ordinal, &begin, &end);
+}
+
+uint32_t TimeStrata::StratumOf(uint64_t ordinal, uint64_t* begin, uint64_t* end) const {
+  const std::vector<uint64_t>& b = settled_ ? bounds_ : ProvisionalBounds();
   auto it = std::upper_bound(b.begin(), b.end(), ordinal);
+  *begin = *(it - 1);  // b[0] == 0
+  *end = it == b.end() ? UINT64_MAX : *it;
   return static_cast<uint32_t>(it - b.begin() - 1);
 }
 
@@ -270,7 +334,7 @@ StrataCells TimeStrata::Cells() const {
 
 size_t TimeStrata::MemoryBytes() const {
   return sizeof(*this) + early_.capacity() * sizeof(Raw) +
-         cells_.size() * (sizeof(StrataCell) + 32) +
+         cells_.size() * (sizeof(StrataCell) + 32) + track_cells_.capacity() * sizeof(StrataCell*) +
          changes_.capacity() * sizeof(TimeChange) + changes_at_.capacity() * sizeof(uint64_t);
 }
 

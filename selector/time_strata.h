@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "selector/page_hinkley.h"
+#include "selector/state_codec.h"
 
 namespace seqpoint::selector {
 
@@ -79,12 +80,20 @@ class TimeStrata {
   std::vector<Stratum> Strata() const;
   // Index into Strata() of the stratum holding `ordinal`.
   uint32_t StratumOf(uint64_t ordinal) const;
+  // The same, and the ordinals [*begin, *end) that stratum spans as of now.
+  uint32_t StratumOf(uint64_t ordinal, uint64_t* begin, uint64_t* end) const;
+  // Changes whenever the strata may have changed: at every observation until the warm-up is
+  // settled, then at each new stratum (strata are only ever added at the end after that).
+  uint64_t version() const { return settled_ ? uint64_t{1} << 63 | bounds_.size() : observed_; }
   StrataCells Cells() const;
   uint64_t warmup_end() const;  // first ordinal after the warm-up (0: none found)
   bool warmup_settled() const { return settled_; }
   const std::vector<TimeChange>& changes() const { return changes_; }
   uint64_t observed() const { return observed_; }
   size_t MemoryBytes() const;
+  // The state as bytes and back (selector_checkpoint.cpp); Load is false on a short image.
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
  private:
   struct Raw {
@@ -102,6 +111,9 @@ class TimeStrata {
   void Settle();
   void Track(const Raw& r);
   void Detect(const Raw& r);
+  // One detector (key: SL octave + 1, 0: all iterations) fed x; true on an alarm.
+  bool Feed(uint32_t key, PageHinkley& det, double x, const Raw& r);
+  void OpenChange(uint32_t key, int direction, double level_before, const Raw& r);
   void ExtendBounds();
   const std::vector<uint64_t>& ProvisionalBounds() const;
 
@@ -121,6 +133,16 @@ class TimeStrata {
   std::unordered_map<uint64_t, StrataCell> cells_;  // once settled; key stratum << 32 | SL
   std::vector<uint64_t> bounds_;  // once settled: Boundaries(warmup_, max_ordinal_), kept current
   uint64_t next_window_ = 0;
+  // Track's stratum, for ordinals [track_begin_, track_end_) while bounds_ has track_bounds_,
+  // and that stratum's cells by SL (SLs below kTrackedSls), so that most observations skip the
+  // hash. The pointers are into cells_ (node-based: they survive its rehashing) and are used
+  // only by the object that took them (track_owner_): a copy starts afresh.
+  static constexpr uint32_t kTrackedSls = 4096;
+  uint32_t track_stratum_ = 0;
+  uint64_t track_begin_ = 1, track_end_ = 0;
+  size_t track_bounds_ = 0;
+  std::vector<StrataCell*> track_cells_;
+  const TimeStrata* track_owner_ = nullptr;
   PageHinkley all_;
   std::array<std::optional<PageHinkley>, 33> by_octave_;  // SL octave k at [k]
   std::map<uint32_t, size_t> pending_ratio_;  // detector key (octave + 1, 0: all) -> change

@@ -14,61 +14,13 @@
 #include "selector/time_strata.h"
 
 namespace seqpoint::selector {
-namespace {
 
-// A run with a warm-up (the first `warmup` iterations `warm_factor` slower, fading out) and,
-// from `slow_at` on, iterations `slow_factor` slower in time while their work (the "counter",
-// e.g. CPU time) stays as it was: a process sharing the CPU.
-struct DriftRun {
-  testing::Run run;
-  std::vector<double> work;
-};
-DriftRun MakeDriftRun(size_t n, uint64_t seed, size_t warmup, double warm_factor, size_t slow_at,
-                      double slow_factor) {
-  DriftRun d;
-  d.run = testing::MakeRun(n, seed, 0.05);
-  d.work = d.run.time;
-  d.run.total = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double f = 1;
-    if (i < warmup) f *= 1 + (warm_factor - 1) * (1 - static_cast<double>(i) / static_cast<double>(warmup));
-    if (i >= slow_at) f *= slow_factor;
-    d.run.time[i] *= f;
-    d.run.total += d.run.time[i];
-  }
-  return d;
-}
-
-struct Online {
-  OnlineSelector sel;
-  std::vector<StrataSample> time_samples, work_samples;
-};
-
-Online RunOnline(const DriftRun& d, uint32_t per_doubling = 16) {
-  OnlineOptions o;
-  o.per_doubling = per_doubling;
-  o.warmup = 0;
-  Online out{*OnlineSelector::Create(o), {}, {}};
-  const testing::Run& r = d.run;
-  for (size_t i = 0; i < r.seq_len.size(); ++i) {
-    Decision dec = out.sel.OnIteration(i, r.seq_len[i], r.batch[i], 0);
-    out.sel.OnTime(i, r.seq_len[i], r.batch[i], r.time[i]);
-    if (dec.measure) {
-      const double cost = CostProxy(r.seq_len[i], r.batch[i]);
-      out.time_samples.push_back({i, r.seq_len[i], cost, r.time[i], r.time[i]});
-      out.work_samples.push_back({i, r.seq_len[i], cost, r.time[i], d.work[i]});
-    }
-  }
-  return out;
-}
-
-double Sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
-}  // namespace
+using testing::DriftRun;
+using testing::FirstSlower;
+using testing::MakeDriftRun;
+using testing::Online;
+using testing::RunOnline;
+using testing::Sum;
 
 TEST_CASE("page-hinkley: quiet on stationary noise, quick on a doubling") {
   std::mt19937_64 rng(7);
@@ -102,13 +54,6 @@ TEST_CASE("time strata: the warm-up is found from the times, not a fixed count")
     // The tail of a fading warm-up may show as a change to faster; never one to slower.
     for (const TimeChange& c : t.changes()) CHECK(c.direction == -1);
   }
-}
-
-const TimeChange* FirstSlower(const TimeStrata& t) {
-  for (const TimeChange& c : t.changes()) {
-    if (c.direction == 1) return &c;
-  }
-  return nullptr;
 }
 
 TEST_CASE("time strata: a slowdown mid-run is a change, found within tens of iterations") {
@@ -170,73 +115,6 @@ TEST_CASE("stratified: counts never get a negative bound, events the samples can
   CHECK(std::isinf(p->whole.high));
   CHECK(p->whole.low >= 0);
   CHECK(p->whole.total >= 0);
-}
-
-TEST_CASE("faults: a run that ends in its warm-up, one SL, a clock step, iterations out of order") {
-  SUBCASE("ends during the warm-up: provisional strata, a projection all the same") {
-    DriftRun d = MakeDriftRun(40, 2, 100, 1.5, SIZE_MAX, 1);
-    Online o = RunOnline(d);
-    CHECK_FALSE(o.sel.strata().warmup_settled());
-    auto p = ProjectStratified(o.sel.strata(), o.sel.Current(), o.time_samples, Auxiliary::kCost);
-    REQUIRE(p.ok());
-    CHECK(p->whole.low <= d.run.total);
-    CHECK(p->whole.high >= d.run.total);
-  }
-  SUBCASE("a single SL") {
-    DriftRun d = MakeDriftRun(3000, 2, 50, 1.5, SIZE_MAX, 1);
-    std::fill(d.run.seq_len.begin(), d.run.seq_len.end(), 32u);
-    Online o = RunOnline(d);
-    auto p = ProjectStratified(o.sel.strata(), o.sel.Current(), o.work_samples, Auxiliary::kTime);
-    REQUIRE(p.ok());
-    CHECK(std::fabs(p->whole.total - Sum(d.work)) / Sum(d.work) < 0.03);
-  }
-  SUBCASE("a clock step: one absurd time and one negative are no change and no crash") {
-    DriftRun d = MakeDriftRun(3000, 2, 0, 1, SIZE_MAX, 1);
-    d.run.time[1500] = 1e15;
-    d.run.time[1600] = -5;
-    Online o = RunOnline(d);
-    CHECK(o.sel.strata().changes().empty());
-    CHECK(o.sel.strata().observed() == 2999);
-  }
-  SUBCASE("iterations out of order (several threads): the same warm-up and strata") {
-    DriftRun d = MakeDriftRun(3000, 2, 100, 1.6, 2000, 2.0);
-    TimeStrata in_order, shuffled;
-    std::mt19937_64 rng(1);
-    std::vector<size_t> order(d.run.time.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (size_t b = 0; b + 4 <= order.size(); b += 4) std::shuffle(order.begin() + b, order.begin() + b + 4, rng);
-    for (size_t i = 0; i < order.size(); ++i) {
-      const size_t a = i, s = order[i];
-      in_order.Observe(a, d.run.seq_len[a], CostProxy(d.run.seq_len[a], 64), d.run.time[a]);
-      shuffled.Observe(s, d.run.seq_len[s], CostProxy(d.run.seq_len[s], 64), d.run.time[s]);
-    }
-    CHECK(shuffled.warmup_end() == in_order.warmup_end());
-    const TimeChange* a = FirstSlower(in_order);
-    const TimeChange* b = FirstSlower(shuffled);
-    REQUIRE(a != nullptr);
-    REQUIRE(b != nullptr);
-    CHECK(a->ordinal > 2000);
-    CHECK(b->ordinal > 2000);
-    CHECK(b->ordinal == doctest::Approx(static_cast<double>(a->ordinal)).epsilon(0.01));
-  }
-}
-
-TEST_CASE("memory: bounded over 10^7 iterations, measurements still spread") {
-  OnlineOptions o;
-  o.per_doubling = 16;
-  auto sel = *OnlineSelector::Create(o);
-  std::mt19937_64 rng(3);
-  std::uniform_int_distribution<uint32_t> sl(8, 120);
-  std::normal_distribution<double> z(0, 0.03);
-  for (uint64_t i = 0; i < 10'000'000; ++i) {
-    const uint32_t l = sl(rng);
-    sel.OnIteration(i, l, 64, 0);
-    if (i % 16 == 0) sel.OnTime(i, l, 64, (2e5 + 1e3 * l * 64) * (1 + z(rng)));
-  }
-  CHECK(sel.MemoryBytes() < 8u << 20);
-  size_t last_half = 0;
-  for (const auto& s : sel.samples()) last_half += s.iter >= 5'000'000;
-  CHECK(last_half >= 8);
 }
 
 }  // namespace seqpoint::selector

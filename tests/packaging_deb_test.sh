@@ -228,6 +228,8 @@ start_agent() {
     daemon_pid=$(systemctl show -p MainPID --value seqpointd.service)
   else
     install -d -o seqpoint -g seqpoint -m 0750 /run/seqpoint
+    # The unit's ExecStartPre, as root: the directory of the probes' pins (probes.pin_dir).
+    eval "$(sed -n 's/^ExecStartPre=+//p' "$UNIT")"
     local caps setpriv_caps
     caps=$(sed -n 's/^AmbientCapabilities=//p' "$UNIT")
     setpriv_caps=$(tr ' ' '\n' <<<"$caps" | tr '[:upper:]' '[:lower:]' | sed 's/^cap_/+/' | paste -sd,)
@@ -393,7 +395,8 @@ left=$(dpkg -L "$PKG" 2>/dev/null || true)
 [ -z "$left" ] || fail "dpkg -L still lists files: $left"
 leftovers=()
 while read -r f; do [ -e "$f" ] && leftovers+=("$f"); done < "$work/created"
-for f in /etc/seqpoint /var/lib/seqpoint /run/seqpoint /etc/systemd/system/seqpointd.service \
+for f in /etc/seqpoint /var/lib/seqpoint /run/seqpoint /sys/fs/bpf/seqpoint \
+         /etc/systemd/system/seqpointd.service \
          /etc/systemd/system/multi-user.target.wants/seqpointd.service \
          /var/lib/systemd/deb-systemd-helper-enabled/seqpointd.service.dsh-also \
          /var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/seqpointd.service \

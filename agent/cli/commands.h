@@ -17,6 +17,8 @@ int RunGpuCommand(Args args);
 int RunProbeCommand(Args args);
 // Talk to the local seqpointd (agent/cli/control_commands.cpp).
 int RunStatusCommand(Args args);
+int RunPauseCommand(Args args);
+int RunResumeCommand(Args args);
 int RunRunsCommand(Args args);
 int RunShowCommand(Args args);
 int RunReportCommand(Args args);

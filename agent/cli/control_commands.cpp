@@ -1,6 +1,8 @@
-// `seqpoint status | runs | show RUN | report RUN`: ask the local seqpointd over its control
-// socket (agent/control/control_protocol.h) and print the answer for people, or as JSON with
-// --json. The socket is --socket, else $SEQPOINT_CONTROL_SOCKET, else /run/seqpoint/control.sock.
+// `seqpoint status | runs | show RUN | report RUN | pause | resume`: ask the local seqpointd
+// over its control socket (agent/control/control_protocol.h) and print the answer for people,
+// or as JSON with --json. The socket is --socket, else $SEQPOINT_CONTROL_SOCKET, else
+// /run/seqpoint/control.sock.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -96,7 +98,66 @@ int Ask(Args args, std::string_view usage, std::string_view description,
   return 0;
 }
 
+// "2s", "500ms", "5m", "1h" (a bare number is seconds) -> milliseconds, at most 7 days.
+Result<int64_t> ParsePauseDuration(const std::string& text) {
+  const auto bad = [&text] {
+    return InvalidArgument("--for '" + text +
+                           "' is not a duration: a positive number with ms, s, m or h, e.g. 30s");
+  };
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return bad();
+  }
+  const std::string unit = text.substr(used);
+  double scale = 0;  // ms per unit
+  if (unit == "ms") scale = 1;
+  if (unit == "s" || unit.empty()) scale = 1e3;
+  if (unit == "m") scale = 6e4;
+  if (unit == "h") scale = 3.6e6;
+  if (scale == 0 || !(v > 0)) return bad();
+  const double ms = v * scale;
+  if (ms > static_cast<double>(daemon::kMaxPauseMs)) {
+    return InvalidArgument("--for " + text + " is longer than 7 days; leave --for out to pause "
+                           "until `seqpoint resume`");
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(ms));
+}
+
 }  // namespace
+
+int RunPauseCommand(Args args) {
+  return Ask(
+      args, "pause [--for DURATION] [--json]",
+      "Stop every collector of the local seqpointd (the counters are released for site "
+      "tooling, as `dcgmi profile --pause` does for DCGM) until `seqpoint resume`, or for "
+      "DURATION (500ms, 30s, 5m, 1h; at most 7 days). Iterations are still timed; a restarted "
+      "seqpointd is not paused.",
+      {{"--for", true, "resume by itself after DURATION", "DURATION"}}, 0,
+      [](const ParsedArgs& a, ControlRequest* r) -> Status {
+        r->cmd = "pause";
+        if (auto text = a.Get("--for")) {
+          auto ms = ParsePauseDuration(*text);
+          if (!ms.ok()) return ms.status();
+          r->for_ms = *ms;
+        }
+        return Status::Ok();
+      },
+      RenderPause);
+}
+
+int RunResumeCommand(Args args) {
+  return Ask(
+      args, "resume [--json]",
+      "End a `seqpoint pause`: the collectors open again at the next chosen iteration.", {}, 0,
+      [](const ParsedArgs&, ControlRequest* r) {
+        r->cmd = "resume";
+        return Status::Ok();
+      },
+      RenderPause);
+}
 
 int RunStatusCommand(Args args) {
   return Ask(

@@ -60,9 +60,40 @@ void PrintRunHeader(const json& r) {
               r["end_reason"].get<std::string>().c_str());
   std::printf("  started %s, ended %s, pids %s\n", When(r["started_unix_ns"]).c_str(),
               When(r["ended_unix_ns"]).c_str(), Pids(r["pids"]).c_str());
+  if (r.contains("launcher")) {
+    std::string job = r["launcher"].get<std::string>() + " job " + r["job_id"].get<std::string>();
+    if (!r.value("step", std::string()).empty()) job += ", step " + r["step"].get<std::string>();
+    if (!r.value("job_name", std::string()).empty()) {
+      job += ", name " + r["job_name"].get<std::string>();
+    }
+    if (!r.value("world_size", std::string()).empty()) {
+      job += ", world size " + r["world_size"].get<std::string>();
+    }
+    if (!r.value("node", std::string()).empty()) job += ", node " + r["node"].get<std::string>();
+    std::printf("  %s\n", job.c_str());
+  }
   std::printf("  %llu iterations observed, %llu unobserved\n",
               static_cast<unsigned long long>(r["iterations"].get<uint64_t>()),
               static_cast<unsigned long long>(r["unobserved"].get<uint64_t>()));
+}
+
+// Processes whose collectors are stopped for a profiler or busy counters, and a pause.
+void PrintBackoffs(const json& j) {
+  if (j.contains("collectors_paused") && j["collectors_paused"].value("paused", false)) {
+    const json& p = j["collectors_paused"];
+    std::printf("  collectors PAUSED since %s, %s\n", When(p["since_unix_ns"]).c_str(),
+                p["until_unix_ns"].is_null()
+                    ? "until `seqpoint resume`"
+                    : ("until " + When(p["until_unix_ns"])).c_str());
+  }
+  if (!j.contains("collectors_backed_off")) return;
+  for (const auto& b : j["collectors_backed_off"]) {
+    std::printf("  collectors stopped on pid %lld since %s: %s (%s)\n",
+                static_cast<long long>(b["pid"].get<int64_t>()), When(b["since_unix_ns"]).c_str(),
+                b["reason"].get<std::string>() == "profiler" ? "being profiled"
+                                                             : "counters busy",
+                b["evidence"].get<std::string>().c_str());
+  }
 }
 
 void PrintHistogram(const json& hist) {
@@ -118,11 +149,14 @@ void PrintProjections(const json& show) {
     // An unbounded metric: the samples saw too few events to say how many were missed.
     std::string interval = "[" + Value(D(p["low"]), unit) + ", " +
                            (bounded ? Value(D(p["high"]), unit) : std::string("unbounded")) + "]";
+    // The actual total covers the observed iterations: compare without the unobserved gap.
+    const json gap = p.value("unobserved", json::object());
+    const double gap_total = gap.contains("total") ? D(gap["total"]) : 0;
     std::string error = "-";
     if (std::isfinite(D(p["actual"])) && D(p["actual"]) != 0) {
       char buf[16];
       std::snprintf(buf, sizeof buf, "%+.2f%%",
-                    100 * (D(p["total"]) - D(p["actual"])) / D(p["actual"]));
+                    100 * (D(p["total"]) - gap_total - D(p["actual"])) / D(p["actual"]));
       error = buf;
     }
     const bool perturbed = p.value("perturbed", false);
@@ -130,6 +164,15 @@ void PrintProjections(const json& show) {
                 Value(D(p["total"]), unit).c_str(), interval.c_str(),
                 Value(D(p["actual"]), unit).c_str(), error.c_str(), perturbed ? "  PERTURBED" : "",
                 bounded ? "" : "  (a floor: too few events in the samples)");
+    if (gap.contains("iterations")) {
+      const bool gap_bounded = std::isfinite(D(gap["high"]));
+      std::printf("  %-22s %12s %27s  (in the total: %llu iterations never observed)\n", "",
+                  ("+" + Value(gap_total, unit)).c_str(),
+                  ("[" + Value(D(gap["low"]), unit) + ", " +
+                   (gap_bounded ? Value(D(gap["high"]), unit) : std::string("unbounded")) + "]")
+                      .c_str(),
+                  static_cast<unsigned long long>(gap["iterations"].get<uint64_t>()));
+    }
   }
   // Steady state: the same without the warm-up the time strata found.
   if (show.contains("time_strata")) {
@@ -222,6 +265,12 @@ void RenderStatus(const json& s) {
   } else {
     std::printf("  probes    NONE: %s\n", s.value("source_error", std::string("-")).c_str());
   }
+  if (s.contains("store") && s["store"].is_object() && !s["store"].value("writable", true)) {
+    const json& st = s["store"];
+    std::printf("  store     NOT WRITABLE (unhealthy): %s; %llu runs kept in memory\n",
+                st.value("error", std::string("-")).c_str(),
+                static_cast<unsigned long long>(st.value("unsaved_runs", uint64_t{0})));
+  }
   std::printf("  runs      %llu active, %llu closed since start\n",
               static_cast<unsigned long long>(s["runs_active"].get<uint64_t>()),
               static_cast<unsigned long long>(s["runs_closed"].get<uint64_t>()));
@@ -233,6 +282,7 @@ void RenderStatus(const json& s) {
                 D(c["cost_us"]) / 1000, c["last_error"].get<std::string>().empty() ? "" : ": ",
                 c["last_error"].get<std::string>().c_str());
   }
+  PrintBackoffs(s);
   if (s.contains("energy") && s["energy"]["source"].is_string()) {
     const json& e = s["energy"];
     std::printf("  energy    %s, every %lld ms: %llu reads, %llu failed\n",
@@ -290,9 +340,22 @@ void RenderShow(const json& s) {
       }
     }
   }
+  PrintBackoffs(s);
   PrintHistogram(s["histogram"]);
   PrintSeqPoints(s["seqpoints"]);
   PrintProjections(s);
+}
+
+void RenderPause(const json& p) {
+  if (!p.value("paused", false)) {
+    std::printf("collectors running%s\n",
+                p.contains("was_paused") && !p["was_paused"].get<bool>() ? " (were not paused)"
+                                                                         : "");
+    return;
+  }
+  std::printf("collectors paused %s\n", p["until_unix_ns"].is_null()
+                                            ? "until `seqpoint resume`"
+                                            : ("until " + When(p["until_unix_ns"])).c_str());
 }
 
 void RenderReport(const json& r) {

@@ -29,6 +29,9 @@ constexpr Command kCommands[] = {
     {"show", "a run's SL histogram, SeqPoints and projections with intervals",
      seqpoint::cli::RunShowCommand},
     {"report", "show, plus measurements and the SL-bin cost history", seqpoint::cli::RunReportCommand},
+    {"pause", "stop the local seqpointd's collectors (site tooling needs the counters)",
+     seqpoint::cli::RunPauseCommand},
+    {"resume", "start the collectors again after a pause", seqpoint::cli::RunResumeCommand},
 };
 
 void PrintUsage(std::FILE* out) {

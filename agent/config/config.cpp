@@ -129,9 +129,8 @@ KeySpec Dbl(std::string_view key, double DaemonConfig::*field, double min, doubl
           }};
 }
 
-[[maybe_unused]] KeySpec StrList(std::string_view key,
-                                 std::vector<std::string> DaemonConfig::*field,
-                                 std::string_view doc) {
+KeySpec StrList(std::string_view key, std::vector<std::string> DaemonConfig::*field,
+                std::string_view doc) {
   return {key, "array of strings", doc,
           [field](const DaemonConfig& c) {
             std::string out = "[";
@@ -169,7 +168,7 @@ const std::vector<KeySpec>& Specs() {
       Str("daemon.proc_root", &DaemonConfig::proc_root,
           "procfs root, for process discovery and run labels"),
       Int("daemon.flush_interval_ms", &DaemonConfig::flush_interval_ms, 100, 3600000,
-          "how often run state is written to the state database"),
+          "how often run state is written to the state database: the most a SIGKILL loses"),
       Str("control.socket", &DaemonConfig::control_socket,
           "control socket path; empty: <runtime_dir>/control.sock"),
       Str("control.group", &DaemonConfig::control_group,
@@ -184,6 +183,17 @@ const std::vector<KeySpec>& Specs() {
           "long; an idle connection is closed after it"),
       Str("metrics.listen", &DaemonConfig::metrics_listen,
           "host:port serving /metrics; empty: disabled"),
+      Int("metrics.max_connections", &DaemonConfig::metrics_max_connections, 1, 10000,
+          "connections /metrics serves at once; at the limit a new one closes the connection "
+          "idle the longest, and is answered 503 (Retry-After: 1) only when every one is "
+          "mid-request"),
+      Int("metrics.idle_timeout_ms", &DaemonConfig::metrics_idle_timeout_ms, 100, 3600000,
+          "a kept-alive /metrics connection is closed after waiting this long for its next "
+          "request (longer than the scrape interval lets Prometheus keep its connection)"),
+      Int("metrics.header_timeout_ms", &DaemonConfig::metrics_header_timeout_ms, 100, 600000,
+          "a request header must arrive within this of its first byte (a new connection's "
+          "first request, within this of connecting), or the connection is closed: a slow "
+          "sender holds a connection no longer"),
       Str("runs.group_by", &DaemonConfig::run_group_by,
           "what groups ranks into one run: auto (the job its launcher names: torchrun, Slurm, "
           "MPI, a Kubernetes pod, then SEQPOINT_RUN_ID, then the process), env:NAME "
@@ -207,6 +217,10 @@ const std::vector<KeySpec>& Specs() {
           "iterations' times and projected as its own stratum"),
       Int("runs.idle_timeout_s", &DaemonConfig::run_idle_timeout_s, 1, 86400 * 30,
           "a run whose processes are all gone for this long is closed as finished"),
+      Int("runs.closed_runs_kept", &DaemonConfig::closed_runs_kept, 1, 1000000,
+          "closed runs kept in the state database, the newest (each ~100 KiB: histogram, "
+          "SeqPoints, measurements, projections); older ones are deleted at start and every "
+          "6 hours, active runs never"),
       Int("runs.history_retention_days", &DaemonConfig::history_retention_days, 1, 36500,
           "days of per-SL-bin cost history kept (efficiency over time)"),
       Int("runs.energy_sample_interval_ms", &DaemonConfig::run_energy_sample_interval_ms, 0, 10000,
@@ -225,6 +239,26 @@ const std::vector<KeySpec>& Specs() {
           "projections perturbed and stop the collectors blamed, in that run and in later runs "
           "until SIGHUP; "
           "flag: warn and mark only, the collectors go on"),
+      StrList("runs.profiler_libraries", &DaemonConfig::run_profiler_libraries,
+              "a watched process mapping a file whose name starts with one of these (or with "
+              "\"lib\" and one of these) is being profiled: its collectors stop until the "
+              "profiler is gone (librocprofiler-register, mapped by every HIP process, never "
+              "counts, nor does libcupti beside libtorch_cuda: PyTorch's CUDA build links it in "
+              "every process)"),
+      StrList("runs.profiler_commands", &DaemonConfig::run_profiler_commands,
+              "a watched process run by one of these (its own or an ancestor's command name or "
+              "executable) is being profiled: its collectors stop until the profiler is gone"),
+      Int("runs.profiler_scan_interval_ms", &DaemonConfig::run_profiler_scan_interval_ms, 100,
+          60000,
+          "how often every watched process is checked for a profiler (/proc/PID/maps and its "
+          "ancestors): the longest a profiler and the collectors overlap"),
+      Int("runs.profiler_hold_down_s", &DaemonConfig::run_profiler_hold_down_s, 0, 86400,
+          "collectors resume once no profiler (or busy answer) was seen on the process for this "
+          "long: a profiler that comes and goes holds one back-off, not one per visit"),
+      Int("runs.max_series", &DaemonConfig::run_max_series, 100, 10000000,
+          "at most this many per-run series on /metrics and in each upload, counted run by run "
+          "in run order: a run that would pass the cap is left out whole and counted in "
+          "seqpoint_series_overflow_runs_total (docs/metrics.md, cardinality)"),
       Str("upload.url", &DaemonConfig::upload_url,
           "Prometheus remote-write URL (http:// or https://host:port/path); empty: no upload"),
       Int("upload.interval_s", &DaemonConfig::upload_interval_s, 1, 86400,
@@ -232,7 +266,9 @@ const std::vector<KeySpec>& Specs() {
       Int("upload.timeout_s", &DaemonConfig::upload_timeout_s, 1, 600, "one remote-write request"),
       Int("upload.backoff_initial_ms", &DaemonConfig::upload_backoff_initial_ms, 10, 600000,
           "first retry delay after a failed upload; doubles each failure"),
-      Int("upload.backoff_max_s", &DaemonConfig::upload_backoff_max_s, 1, 86400, "retry delay cap"),
+      Int("upload.backoff_max_s", &DaemonConfig::upload_backoff_max_s, 1, 86400,
+          "retry delay cap: once the endpoint answers again, the spool starts draining within "
+          "this long (5 s, as Prometheus' own remote-write max_backoff)"),
       Int("upload.spool_max_bytes", &DaemonConfig::upload_spool_max_bytes, 4096, int64_t{1} << 40,
           "spool bound; beyond it the oldest batches are dropped (counted in /metrics)"),
       Int("upload.batch_max_samples", &DaemonConfig::upload_batch_max_samples, 1, 1000000,
@@ -292,7 +328,13 @@ const std::vector<KeySpec>& Specs() {
       Int("probes.poll_interval_ms", &DaemonConfig::probes_poll_interval_ms, 10, 60000,
           "batched iteration records are read at least this often (hooked ones at once)"),
       Int("probes.ring_buffer_kib", &DaemonConfig::probes_ring_buffer_kib, 4, 1 << 20,
-          "ring buffer for iteration events (a power of two)"),
+          "ring buffer for iteration events (a power of two). With pin_dir it also keeps\n"
+          "# what comes while no daemon runs: 8 MiB is ~5 s at 10^4 iterations per second"),
+      Str("probes.pin_dir", &DaemonConfig::probes_pin_dir,
+          "bpffs directory where the probes stay attached and counting while seqpointd\n"
+          "# restarts (a crash, systemctl restart, an upgrade): the next daemon adopts them and\n"
+          "# reads what they recorded meanwhile. Empty: the probes go with the daemon. Removed\n"
+          "# by `seqpointd --unpin` and when the package is removed"),
       {"probes.zero_code", "array of strings",
        "zero-code probes enabled by preset name, for jobs that do not mark their iterations\n"
        "# (uprobes on a library function whose argument is the SL). miopen-rnn, cudnn-rnn: a "

@@ -27,7 +27,7 @@ struct DaemonConfig {
   std::string state_dir = "/var/lib/seqpoint";  // SQLite state (state.db) lives here
   std::string runtime_dir = "/run/seqpoint";    // control socket lives here
   std::string proc_root = "/proc";              // procfs root (tests inject a fixture)
-  int64_t flush_interval_ms = 5000;             // how often run state is written to disk
+  int64_t flush_interval_ms = 1000;             // how often run state is written: the durability window
 
   // [control]
   std::string control_socket;                // empty: <runtime_dir>/control.sock
@@ -38,6 +38,9 @@ struct DaemonConfig {
 
   // [metrics]
   std::string metrics_listen = "127.0.0.1:9464";  // host:port of /metrics; empty: disabled
+  int64_t metrics_max_connections = 64;      // served at once; then idle ones closed, or 503
+  int64_t metrics_idle_timeout_ms = 120000;  // a kept-alive connection waits this for a request
+  int64_t metrics_header_timeout_ms = 5000;  // a request header must arrive within this
 
   // [runs]
   std::string run_group_by = "auto";  // auto | env:NAME | cgroup | pid
@@ -48,6 +51,7 @@ struct DaemonConfig {
   double run_target_error_pct = 0.5;     // cost-proxy error the selector's bins aim at
   int64_t run_warmup_iterations = 0;     // iterations never measured at a run's start
   int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
+  int64_t closed_runs_kept = 1000;  // closed runs kept in state.db, newest first (~100 KiB each)
   int64_t history_retention_days = 365;  // bin-cost history kept for efficiency-over-time
   // Energy on every iteration: the energy counter (collectors.energy.sources) is read this
   // often; an iteration's energy is interpolated at its probe timestamps (0: energy only on
@@ -56,13 +60,23 @@ struct DaemonConfig {
   int64_t run_observer_control_every = 4;    // one chosen iteration in N: timed, no collectors
   double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
   std::string run_observer_action = "drop";  // drop (the blamed collectors, per run) | flag
+  // Profiler back-off (agent/runs/profiler_watch.h): a process that maps one of these libraries,
+  // or runs under one of these commands, is left to the profiler; its collectors resume this
+  // long after the profiler was last seen. Both lists empty: no scan.
+  std::vector<std::string> run_profiler_libraries = {"libcupti", "libnvperf", "librocprofiler",
+                                                     "rocprofiler-sdk"};
+  std::vector<std::string> run_profiler_commands = {"nsys", "ncu", "rocprof", "rocprofv3",
+                                                    "omniperf"};
+  int64_t run_profiler_scan_interval_ms = 1000;  // how often processes are checked
+  int64_t run_profiler_hold_down_s = 10;         // profiler gone this long: collectors resume
+  int64_t run_max_series = 20000;  // per-run series on /metrics and upload; beyond: overflow
 
   // [upload]
   std::string upload_url;                     // Prometheus remote-write URL (http://); empty: off
   int64_t upload_interval_s = 15;             // projections are sampled and spooled this often
   int64_t upload_timeout_s = 10;              // one HTTP request
   int64_t upload_backoff_initial_ms = 500;    // first retry delay; doubles on every failure
-  int64_t upload_backoff_max_s = 300;         // retry delay cap
+  int64_t upload_backoff_max_s = 5;           // retry delay cap (Prometheus' max_backoff)
   int64_t upload_spool_max_bytes = 64 << 20;  // bounded spool: oldest batches dropped beyond
   int64_t upload_batch_max_samples = 2000;    // samples per spooled batch
   std::map<std::string, std::string> upload_labels;  // extra labels on every series
@@ -81,7 +95,13 @@ struct DaemonConfig {
   // [probes]
   int64_t probes_discover_interval_ms = 2000;  // how often new training processes are sought
   int64_t probes_poll_interval_ms = 1000;      // batched end records are read at least this often
-  int64_t probes_ring_buffer_kib = 1024;       // ring buffer for iteration events (64 B each)
+  // Ring buffer for iteration records (~112 B each). Pinned, it also holds what the daemon has
+  // read but not yet saved, and what comes while no daemon runs: 8 MiB is ~5 s of 10^4
+  // iterations per second beyond the save backlog.
+  int64_t probes_ring_buffer_kib = 8192;
+  // bpffs directory where the probes are pinned, so they keep counting across a restart and
+  // the next daemon adopts them (docs/architecture.md "Restarts"); empty: not pinned.
+  std::string probes_pin_dir = "/sys/fs/bpf/seqpoint";
   // Zero-code probes (config_zero_code.h): presets enabled by name (the RNN ones: a few uprobe
   // hits per iteration; GEMM presets are opt-in, one hit per GEMM call), and custom probes.
   std::vector<std::string> probes_zero_code = {"miopen-rnn", "cudnn-rnn"};

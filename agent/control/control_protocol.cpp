@@ -32,23 +32,30 @@ Result<ControlRequest> ParseControlRequest(std::string_view line) {
     } else if (k == "all") {
       if (!v.is_boolean()) return FieldError(k, "true or false");
       r.all = v.get<bool>();
-    } else if (k == "limit" || k == "seq_len" || k == "days") {
+    } else if (k == "limit" || k == "seq_len" || k == "days" || k == "for_ms") {
       if (!v.is_number_integer() || v.get<int64_t>() < 0) {
         return FieldError(k, "a non-negative integer");
       }
-      (k == "limit" ? r.limit : k == "seq_len" ? r.seq_len : r.days) = v.get<int64_t>();
+      (k == "limit"     ? r.limit
+       : k == "seq_len" ? r.seq_len
+       : k == "days"    ? r.days
+                        : r.for_ms) = v.get<int64_t>();
     } else {
       return InvalidArgument("control request has unknown field '" + k + "'");
     }
   }
   if (r.cmd != "status" && r.cmd != "runs" && r.cmd != "show" && r.cmd != "report" &&
-      r.cmd != "history") {
+      r.cmd != "history" && r.cmd != "pause" && r.cmd != "resume") {
     return InvalidArgument("unknown control command '" + r.cmd +
-                           "' (known: status, runs, show, report, history)");
+                           "' (known: status, runs, show, report, history, pause, resume)");
   }
   if ((r.cmd == "show" || r.cmd == "report") && r.run.empty()) {
     return InvalidArgument("'" + r.cmd + "' needs a run: {\"cmd\": \"" + r.cmd +
                            "\", \"run\": \"ID\"} (see `seqpoint runs`)");
+  }
+  if (r.cmd == "pause" && r.for_ms > kMaxPauseMs) {
+    return InvalidArgument("'pause' for_ms must be at most " + std::to_string(kMaxPauseMs) +
+                           " (7 days); leave it out to pause until 'resume'");
   }
   if (r.cmd == "history" && r.seq_len <= 0) {
     return InvalidArgument("'history' needs a positive seq_len");
@@ -63,6 +70,7 @@ nlohmann::json ControlRequestToJson(const ControlRequest& r) {
     j["limit"] = r.limit;
   }
   if (r.cmd == "show" || r.cmd == "report") j["run"] = r.run;
+  if (r.cmd == "pause") j["for_ms"] = r.for_ms;
   if (r.cmd == "history") {
     j["seq_len"] = r.seq_len;
     j["metric"] = r.metric;

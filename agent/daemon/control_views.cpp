@@ -44,12 +44,34 @@ json StrataJson(const selector::TimeStrata& t) {
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// The labels of a run beyond its key: the job's name and world size (known while the run is
+// active: read from its ranks' environment) and the node.
+void AddJobLabels(json& run, const RunJobLabels& job, const std::string& node) {
+  run["job_name"] = job.job_name;
+  run["world_size"] = job.world_size;
+  run["node"] = node;
+}
+
+// Processes whose collectors are stopped for a profiler or a busy answer (collector_backoff.h).
+json BackoffsJson(const std::map<pid_t, Backoff>& backoffs) {
+  json out = json::array();
+  for (const auto& [pid, b] : backoffs) {
+    out.push_back({{"pid", pid},
+                   {"reason", b.reason},
+                   {"profiler", b.profiler},
+                   {"evidence", b.evidence},
+                   {"since_unix_ns", b.since_unix_ns}});
+  }
+  return out;
+}
+
 json RunJson(const RunRecord& r) {
   const RunAttribution who = AttributionOf(r.key);
   return {{"id", r.id},
           {"key", r.key},
           {"launcher", who.launcher},
           {"job_id", who.job},
+          {"step", who.step},
           {"state", std::string(RunStateName(r.state))},
           {"end_reason", r.end_reason},
           {"started_unix_ns", r.started_unix_ns},
@@ -90,6 +112,29 @@ json EstimateJson(const ObserverEstimate& e) {
           {"low", e.pairs ? Num(e.low) : json(nullptr)},
           {"high", e.pairs ? Num(e.high) : json(nullptr)},
           {"flagged", e.flagged}};
+}
+
+// A data-parallel run's ranks (step_join.h): how many the launcher announced, which are live,
+// lagging or stopped (and why), and how many steps were joined, chosen but not whole, or late.
+json RanksJson(const StepJoin& j) {
+  static const char* const kStatus[] = {"live", "lagging", "stopped"};
+  json ranks = json::array();
+  for (const auto& [pid, r] : j.ranks()) {
+    ranks.push_back({{"pid", pid},
+                     {"rank", r.rank >= 0 ? json(r.rank) : json(nullptr)},
+                     {"status", kStatus[static_cast<int>(r.status)]},
+                     {"iterations", r.iterations},
+                     {"late", r.late},
+                     {"stopped", r.stopped}});
+  }
+  return {{"expected", j.expected_ranks() ? json(j.expected_ranks()) : json(nullptr)},
+          {"world_size", j.world_size() ? json(j.world_size()) : json(nullptr)},
+          {"unseen", j.unseen_ranks()},
+          {"lead_pid", j.lead()},
+          {"steps", j.steps()},
+          {"partial_steps", j.partial_steps()},
+          {"late_iterations", j.late_iterations()},
+          {"ranks", ranks}};
 }
 
 json ObserverJson(const ObserverEffect& oe, const std::set<std::string>& dropped) {
@@ -137,6 +182,13 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
                       {"steady_state", {{"total", Num(p.steady_total)},
                                         {"low", Num(p.steady_low)},
                                         {"high", Num(p.steady_high)}}}};
+    // The part of the whole-run total that stands for iterations never observed.
+    if (s.run.unobserved > 0) {
+      proj[p.metric]["unobserved"] = {{"iterations", s.run.unobserved},
+                                      {"total", Num(p.gap_total)},
+                                      {"low", Num(p.gap_low)},
+                                      {"high", Num(p.gap_high)}};
+    }
   }
   j["projections"] = proj;
   json all_checks = json::object();
@@ -167,6 +219,7 @@ json Daemon::StatusJson() {
   j["runs_closed"] = runs_->runs_closed();
   j["processes"] = runs_->processes();
   j["store_errors"] = runs_->store_errors();
+  j["store"] = StoreJson();  // unhealthy while it cannot be written (daemon_store.cpp)
   if (source_) {
     SourceStats s = source_->stats();
     j["source"] = {{"name", std::string(source_->name())},
@@ -192,6 +245,8 @@ json Daemon::StatusJson() {
                     {"last_error", t.last_error}});
   }
   j["collectors"] = cols;
+  j["collectors_paused"] = PauseJson();
+  j["collectors_backed_off"] = BackoffsJson(runs_->backoff().active());
   if (energy_) {
     const EnergySamplerStats& e = energy_->stats();
     j["energy"] = {{"source", std::string(energy_->source_name())},
@@ -247,9 +302,14 @@ Result<json> Daemon::HandleControl(const ControlRequest& r) {
       {"show", &Daemon::ControlShow},
       {"report", &Daemon::ControlShow},
       {"history", &Daemon::ControlHistory},
+      {"pause", &Daemon::ControlPause},
+      {"resume", &Daemon::ControlResume},
   };
   auto it = kHandlers.find(r.cmd);
   if (it == kHandlers.end()) return InvalidArgument("unknown control command '" + r.cmd + "'");
+  // What an answer shows as accepted is saved first: a SIGKILL after it loses none of it
+  // (the durability promise, docs/config.md). Only runs that changed are written.
+  if (r.cmd == "runs" || r.cmd == "show" || r.cmd == "report") (void)FlushState();
   return (this->*(it->second))(r);
 }
 
@@ -260,11 +320,13 @@ Result<json> Daemon::ControlRuns(const ControlRequest& r) {
   json list = json::array();
   for (const auto& [id, t] : runs_->runs()) {
     json run = RunJson(t->record());
+    AddJobLabels(run, runs_->JobLabels(id), node_name_);
     run["measured"] = t->measured_iterations();
     SelfCheck c = t->self_check();
     run["self_check_error"] = c.valid ? json(c.error) : json(nullptr);
     run["observer_effect_flagged"] =
         t->observer_effect(config_.run_observer_threshold_pct / 100).flagged;
+    run["collectors_backed_off"] = BackoffsJson(runs_->RunBackoffs(id));
     list.push_back(run);
   }
   if (r.all) {
@@ -274,6 +336,7 @@ Result<json> Daemon::ControlRuns(const ControlRequest& r) {
     for (const RunRecord& rec : *stored) {
       if (rec.state == RunState::kActive && runs_->runs().count(rec.id)) continue;
       json run = RunJson(rec);
+      AddJobLabels(run, {}, node_name_);
       // What a finished run measured and its self-check, rebuilt from the store as `show` does.
       auto snap = store_->LoadRun(rec.id);
       auto m = store_->LoadMeasurements(rec.id);
@@ -303,14 +366,18 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
   if (RunTracker* t = runs_->FindActive(r.run)) {
     std::vector<SelfCheck> checks = t->self_checks();
     out = SnapshotJson(t->Snapshot(), checks);
+    AddJobLabels(out["run"], runs_->JobLabels(t->record().id), node_name_);
     out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
     out["time_strata"] = StrataJson(t->strata());
+    if (const StepJoin* j = runs_->step_join(t->record().id)) out["ranks"] = RanksJson(*j);
     if (runs_->energy_sampler() != nullptr) {
       out["energy"] = {{"iterations", t->energy_iterations()},
                        {"unattributed_shared", t->energy_shared()},
                        {"unattributed_uncovered", t->energy_uncovered()}};
     }
     run_id = t->record().id;
+    out["collectors_backed_off"] = BackoffsJson(runs_->RunBackoffs(run_id));
+    out["collectors_paused"] = PauseJson();
     if (source_) {
       json probes = json::array();
       const std::vector<int32_t>& pids = t->record().pids;
@@ -334,6 +401,7 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
     // Rebuilt from the stored controls and groups; the collectors dropped are not stored.
     ObserverEffect oe = StoredObserverEffect(*snap, *m, threshold);
     out = SnapshotJson(*snap, StoredSelfChecks(*snap, *m, oe));
+    AddJobLabels(out["run"], {}, node_name_);
     out["observer_effect"] = ObserverJson(oe, std::set<std::string>{});
     run_id = **id;
   }
@@ -382,6 +450,28 @@ Status Daemon::AddReport(int64_t run_id, int64_t days, json& out) {
   }
   out["history"] = history;
   return Status::Ok();
+}
+
+json Daemon::PauseJson() const {
+  const PauseState& p = runs_->backoff().pause();
+  return {{"paused", p.paused},
+          {"since_unix_ns", p.paused ? json(p.since_unix_ns) : json(nullptr)},
+          {"until_unix_ns", p.until_unix_ns ? json(*p.until_unix_ns) : json(nullptr)}};
+}
+
+// Collectors off node-wide for site tooling that needs the counters, as `dcgmi profile --pause`.
+Result<json> Daemon::ControlPause(const ControlRequest& r) {
+  std::optional<int64_t> duration;
+  if (r.for_ms > 0) duration = r.for_ms * 1'000'000;
+  runs_->PauseCollectors(duration);
+  return PauseJson();
+}
+
+Result<json> Daemon::ControlResume(const ControlRequest&) {
+  const bool was_paused = runs_->ResumeCollectors();
+  json out = PauseJson();
+  out["was_paused"] = was_paused;
+  return out;
 }
 
 // One SL's daily cost history of one metric.

@@ -34,7 +34,9 @@ Daemon::Daemon(DaemonConfig config, std::string config_path, DaemonOverrides ove
       flush_timer_(io_),
       idle_timer_(io_),
       prune_timer_(io_),
-      energy_timer_(io_) {}
+      energy_timer_(io_),
+      watchdog_timer_(io_),
+      profiler_timer_(io_) {}
 
 Daemon::~Daemon() { Shutdown(); }
 
@@ -51,7 +53,15 @@ RunManagerOptions Daemon::RunOptions() const {
   o.observer_threshold = config_.run_observer_threshold_pct / 100;
   o.observer_drop = config_.run_observer_action == "drop";
   o.observer_control_every = static_cast<uint32_t>(config_.run_observer_control_every);
+  o.profilers.libraries = config_.run_profiler_libraries;
+  o.profilers.commands = config_.run_profiler_commands;
+  o.profiler_hold_down_s = config_.run_profiler_hold_down_s;
   return o;
+}
+
+MetricsServerOptions Daemon::MetricsOptions(const DaemonConfig& c) {
+  return {c.metrics_listen, c.metrics_max_connections, c.metrics_idle_timeout_ms,
+          c.metrics_header_timeout_ms};
 }
 
 UploaderOptions Daemon::UploadOptions() const {
@@ -95,6 +105,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string 
   auto store = Store::Open(d->config_.StateDbPath(), store_options);
   if (!store.ok()) return store.status();
   d->store_ = std::move(*store);
+  // A file SQLite may read but not write (read-only, immutable) is found now, not at the first
+  // run: the daemon starts unhealthy and says so (daemon_store.cpp).
+  (void)d->store_->CheckWritable();
+  d->LogStoreHealth();
   if (d->store_->recovery()) SEQPOINT_LOG(kWarn, d->store_->recovery()->Describe());
   if (!d->store_->check_skipped().empty()) {
     SEQPOINT_LOG(kWarn, "state database '" + d->config_.StateDbPath() +
@@ -146,7 +160,7 @@ Status Daemon::StartParts() {
   control_ = std::move(*control_server);
 
   if (!config_.metrics_listen.empty()) {
-    auto m = MetricsServer::Start(io_, config_.metrics_listen,
+    auto m = MetricsServer::Start(io_, MetricsOptions(),
                                   [this] { return RenderExposition(Families(false)); });
     if (!m.ok()) return m.status();
     metrics_ = std::move(*m);
@@ -170,11 +184,19 @@ Status Daemon::StartParts() {
   if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Start(runs_.get()));
   if (uploader_) uploader_->Start();
 
-  Every(flush_timer_, std::chrono::milliseconds(config_.flush_interval_ms), [this] {
-    Status st = runs_->Flush();
-    if (!st.ok()) SEQPOINT_LOG(kError, "flushing state: " + st.message());
-  });
+  // The source asks for an early save when what it delivered and keeps until saved piles up
+  // (FlushState lets it go).
+  auto save = [this] { (void)FlushState(); };
+  if (source_) {
+    source_->set_save_request([this, save] {
+      if (!shut_down_) save();
+    });
+  }
+  Every(flush_timer_, std::chrono::milliseconds(config_.flush_interval_ms), save);
   Every(idle_timer_, std::chrono::seconds(5), [this] { runs_->CloseIdleRuns(); });
+  // The profiler scan also ends a timed pause, so it runs even with no profiler to look for.
+  Every(profiler_timer_, std::chrono::milliseconds(config_.run_profiler_scan_interval_ms),
+        [this] { runs_->ScanProfilers(); });
   if (energy_) {
     // Only while training processes are watched: an idle node costs no wake-ups.
     Every(energy_timer_, std::chrono::milliseconds(energy_interval_ms_), [this] {
@@ -185,10 +207,19 @@ Status Daemon::StartParts() {
       }
     });
   }
-  Every(prune_timer_, std::chrono::hours(6), [this] {
+  auto prune = [this] {
     const int64_t today = Today();
     (void)store_->PruneHistory(today - config_.history_retention_days);
-  });
+    auto pruned = store_->PruneClosedRuns(config_.closed_runs_kept);
+    if (pruned.ok() && *pruned > 0) {
+      SEQPOINT_LOG(kInfo, "deleted the " + std::to_string(*pruned) +
+                              " oldest closed runs from the state database "
+                              "(runs.closed_runs_kept = " +
+                              std::to_string(config_.closed_runs_kept) + ")");
+    }
+  };
+  prune();
+  Every(prune_timer_, std::chrono::hours(6), prune);
   SEQPOINT_LOG(kInfo, "seqpointd " SEQPOINT_VERSION " started: state " + config_.StateDbPath() +
                           ", control " + config_.ControlSocketPath() +
                           (metrics_ ? ", metrics " + config_.metrics_listen : "") +
@@ -255,8 +286,26 @@ Status Daemon::Run() {
     });
   };
   wait();
+  NotifySystemd();
   io_.run();
+  if (!final_flush_error_.empty()) return IoError(final_flush_error_);
   return Status::Ok();
+}
+
+void Daemon::NotifySystemd() {
+  if (!notifier_.enabled()) return;
+  // From the loop itself: READY=1 once it runs, and every keep-alive from a timer on it, so a
+  // loop that is stuck (not only a dead process) misses the watchdog.
+  boost::asio::post(io_, [this] {
+    Status st = notifier_.Notify("READY=1\nSTATUS=serving " + config_.ControlSocketPath());
+    if (!st.ok()) SEQPOINT_LOG(kWarn, st.message());
+  });
+  if (notifier_.keepalive_interval().count() > 0) {
+    Every(watchdog_timer_, notifier_.keepalive_interval(), [this] {
+      Status st = notifier_.Notify("WATCHDOG=1");
+      if (!st.ok()) SEQPOINT_LOG(kWarn, st.message());
+    });
+  }
 }
 
 void Daemon::RequestShutdown() {
@@ -272,10 +321,19 @@ void Daemon::Shutdown() {
   idle_timer_.cancel();
   prune_timer_.cancel();
   energy_timer_.cancel();
+  watchdog_timer_.cancel();
+  (void)notifier_.Notify("STOPPING=1");
+  profiler_timer_.cancel();
   if (source_) source_->Stop();
   if (runs_) {
-    Status st = runs_->Flush();
-    if (!st.ok()) SEQPOINT_LOG(kError, "final flush: " + st.message());
+    Status st = FlushState();
+    if (!st.ok()) {
+      // Said in the exit status too: what the runs held since the store failed is lost.
+      final_flush_error_ = "final flush: " + st.message() + "; " +
+                           std::to_string(runs_->unsaved_runs()) +
+                           " runs' changes since then are lost";
+      SEQPOINT_LOG(kError, final_flush_error_);
+    }
   }
   if (uploader_) uploader_->Stop();
   if (control_) control_->Stop();
@@ -297,6 +355,9 @@ Status Daemon::Reload() {
   restart_needed("daemon.state_dir", config_.state_dir, next.state_dir);
   restart_needed("control.socket", config_.ControlSocketPath(), next.ControlSocketPath());
   restart_needed("metrics.listen", config_.metrics_listen, next.metrics_listen);
+  restart_needed("runs.profiler_scan_interval_ms",
+                 std::to_string(config_.run_profiler_scan_interval_ms),
+                 std::to_string(next.run_profiler_scan_interval_ms));
   restart_needed("runs.energy_sample_interval_ms",
                  std::to_string(config_.run_energy_sample_interval_ms),
                  std::to_string(next.run_energy_sample_interval_ms));
@@ -304,6 +365,7 @@ Status Daemon::Reload() {
                                next.control_max_request_bytes, next.control_max_clients,
                                next.control_client_timeout_ms};
   SEQPOINT_RETURN_IF_ERROR(control_->Reconfigure(control));
+  if (metrics_) metrics_->Reconfigure(MetricsOptions(next));
   // The zero-code probe set: for processes attached from now on (ebpf_source.cpp).
   if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Reconfigure(next));
   const bool upload_changed = next.upload_url != config_.upload_url ||

@@ -20,11 +20,13 @@
 
 #include "agent/config/config.h"
 #include "agent/control/control_server.h"
+#include "agent/daemon/systemd_notify.h"
 #include "agent/energy/energy_sampler.h"
 #include "agent/source/iteration_source.h"
 #include "agent/metrics/metric_family.h"
 #include "agent/metrics/metrics_server.h"
 #include "agent/runs/run_manager.h"
+#include "agent/runs/series_cap.h"
 #include "agent/store/store.h"
 #include "agent/upload/uploader.h"
 
@@ -87,8 +89,17 @@ class Daemon {
   void Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
              std::function<void()> job);
   void Shutdown();
+  // The state database (daemon_store.cpp): a flush that first retries a store that could not
+  // write, and one log line per change of its write health.
+  Status FlushState();
+  void LogStoreHealth();
+  nlohmann::json StoreJson() const;
+  // READY=1 and the watchdog keep-alives, when run by systemd.
+  void NotifySystemd();
   RunManagerOptions RunOptions() const;
   UploaderOptions UploadOptions() const;
+  static MetricsServerOptions MetricsOptions(const DaemonConfig& c);
+  MetricsServerOptions MetricsOptions() const { return MetricsOptions(config_); }
   nlohmann::json StatusJson();
   std::vector<MetricFamily> AgentFamilies() const;
   // The control commands (control_views.cpp), one each; HandleControl dispatches.
@@ -96,6 +107,9 @@ class Daemon {
   Result<nlohmann::json> ControlRuns(const ControlRequest& request);
   Result<nlohmann::json> ControlShow(const ControlRequest& request);
   Result<nlohmann::json> ControlHistory(const ControlRequest& request);
+  Result<nlohmann::json> ControlPause(const ControlRequest& request);
+  Result<nlohmann::json> ControlResume(const ControlRequest& request);
+  nlohmann::json PauseJson() const;
   Status AddReport(int64_t run_id, int64_t days, nlohmann::json& out);
 
   DaemonConfig config_;
@@ -108,6 +122,9 @@ class Daemon {
   boost::asio::steady_timer idle_timer_;
   boost::asio::steady_timer prune_timer_;
   boost::asio::steady_timer energy_timer_;
+  boost::asio::steady_timer watchdog_timer_;  // WATCHDOG=1 to systemd (systemd_notify.h)
+  SystemdNotifier notifier_ = SystemdNotifier::FromEnvironment();
+  boost::asio::steady_timer profiler_timer_;  // runs.profiler_scan_interval_ms
   std::unique_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<IterationSource> source_;
@@ -119,9 +136,13 @@ class Daemon {
   std::string energy_error_;               // why there is none
   int64_t energy_interval_ms_ = 0;         // as started (a reload needs a restart for it)
   int64_t started_unix_ = 0;
+  SeriesLedger series_ledger_;              // what runs.max_series left out (series_cap.h)
+  const std::string node_name_ = NodeName();  // the `node` label
   uint64_t reloads_ = 0;
   uint64_t reload_failures_ = 0;
   bool shut_down_ = false;
+  uint64_t store_health_logged_ = 0;  // StoreWriteHealth::changes when last logged
+  std::string final_flush_error_;     // why the state could not be saved at shutdown
 };
 
 }  // namespace seqpoint::daemon

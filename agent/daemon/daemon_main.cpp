@@ -30,6 +30,9 @@ options:
                           the default is absent)
   --check-config          validate the config (keys, types, values) and exit
   --print-default-config  print every key with its documentation and default, and exit
+  --unpin                 remove the probes this config's daemon left pinned (probes.pin_dir,
+                          per state dir), detaching them, and exit: for when no daemon comes
+                          back (the package's removal does it for every state dir)
   --state-dir DIR         overrides daemon.state_dir (SQLite state)
   --runtime-dir DIR       overrides daemon.runtime_dir (control socket)
   --control-socket PATH   overrides control.socket
@@ -44,6 +47,7 @@ options:
   --replay-from-row N     start the replay at row N (the rows before were missed)
   --replay-rows N         replay at most N rows
   --replay-no-exit        after the last row the replayed processes fall silent, not exit
+  --replay-repeat N       replay each trace N times, as N runs one after another (soak tests)
   --version               print the version and exit
   --help                  show this help
 
@@ -55,6 +59,7 @@ struct Args {
   bool config_given = false;
   bool check = false;
   bool print_defaults = false;
+  bool unpin = false;
   DaemonOverrides overrides;
   ReplaySpec replay;
 };
@@ -95,6 +100,8 @@ int main(int argc, char** argv) {
       a.check = true;
     } else if (name == "--print-default-config") {
       a.print_defaults = true;
+    } else if (name == "--unpin") {
+      a.unpin = true;
     } else if (name == "--replay-crash") {
       a.replay.crash_at_end = true;
     } else if (name == "--replay-no-exit") {
@@ -102,7 +109,8 @@ int main(int argc, char** argv) {
     } else if (name == "--config" || name == "--state-dir" || name == "--runtime-dir" ||
                name == "--control-socket" || name == "--metrics-listen" || name == "--upload-url" ||
                name == "--log-level" || name == "--replay" || name == "--replay-delay-us" ||
-               name == "--replay-from-row" || name == "--replay-rows") {
+               name == "--replay-from-row" || name == "--replay-rows" ||
+               name == "--replay-repeat") {
       if (!need(&v)) return Usage("option '" + std::string(name) + "' needs a value");
       if (name == "--config") {
         a.config = *v;
@@ -132,6 +140,7 @@ int main(int argc, char** argv) {
         if (name == "--replay-delay-us") a.replay.step_delay_us = n;
         if (name == "--replay-from-row") a.replay.first_row = static_cast<uint64_t>(n);
         if (name == "--replay-rows") a.replay.max_rows = static_cast<uint64_t>(n);
+        if (name == "--replay-repeat") a.replay.repeat = static_cast<uint64_t>(std::max(1LL, n));
       }
     } else {
       return Usage("unknown option '" + std::string(arg) + "'");
@@ -145,6 +154,18 @@ int main(int argc, char** argv) {
   if (!config.ok()) {
     std::fprintf(stderr, "seqpointd: %s\n", config.status().message().c_str());
     return 2;
+  }
+  if (a.unpin) {
+    DaemonConfig c = *config;
+    a.overrides.ApplyTo(&c);
+    auto removed = RemoveProbePins(c);
+    if (!removed.ok()) {
+      std::fprintf(stderr, "seqpointd: --unpin: %s\n", removed.status().message().c_str());
+      return 1;
+    }
+    std::printf("%d pins removed%s%s\n", removed->second, removed->first.empty() ? "" : " from ",
+                removed->first.c_str());
+    return 0;
   }
   if (a.check) {
     DaemonConfig c = *config;

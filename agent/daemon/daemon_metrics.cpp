@@ -11,6 +11,7 @@
 #include "agent/control/control_metrics.h"
 #include "agent/daemon/daemon.h"
 #include "agent/energy/energy_metrics.h"
+#include "agent/metrics/endpoint_metrics.h"
 #include "agent/runs/run_metrics.h"
 #include "agent/source/source_metrics.h"
 #include "agent/upload/upload_metrics.h"
@@ -60,6 +61,17 @@ std::vector<MetricFamily> Daemon::AgentFamilies() const {
                         "(state.db.corrupt-<unix time>) and replaced by a fresh one; the log "
                         "says what was lost.")
                     .Add({}, store_->recovery() ? 1 : 0));
+  out.push_back(Gauge("seqpoint_store_writable",
+                      "1 while the state database can be written; 0 while writes fail (runs "
+                      "are then kept in memory and retried: the daemon is unhealthy).")
+                    .Add({}, store_->write_health().writable ? 1 : 0));
+  out.push_back(Gauge("seqpoint_store_unsaved_runs",
+                      "Runs whose changes wait in memory for the state database.")
+                    .Add({}, static_cast<double>(runs_->unsaved_runs())));
+  out.push_back(Counter("seqpoint_store_runs_lost_total",
+                        "Closed runs dropped unsaved: more waited for the state database than "
+                        "seqpointd keeps in memory.")
+                    .Add({}, static_cast<double>(runs_->runs_lost())));
   return out;
 }
 
@@ -69,7 +81,10 @@ std::vector<MetricFamily> Daemon::AgentFamilies() const {
 std::vector<MetricFamily> Daemon::Families(bool for_upload) {
   const RunMetricsOptions run_options{config_.run_observer_threshold_pct / 100,
                                       static_cast<uint64_t>(config_.run_budget),
-                                      energy_ != nullptr};
+                                      energy_ != nullptr,
+                                      static_cast<uint64_t>(config_.run_max_series),
+                                      &series_ledger_,
+                                      node_name_};
   std::vector<MetricFamily> out = RunFamilies(*runs_, run_options, for_upload);
   if (for_upload) return out;
   auto append = [&out](std::vector<MetricFamily> more) {
@@ -77,9 +92,13 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
   };
   if (energy_) append(EnergyFamilies(*energy_, energy_interval_ms_));
   append(RunManagerFamilies(*runs_));
+  append(BackoffFamilies(*runs_));
+  append(runs_->counter_windows().Families());
+  append(SeriesFamilies(series_ledger_, static_cast<uint64_t>(config_.run_max_series)));
   append(SourceFamilies(source_.get()));
   if (uploader_) append(UploadFamilies(*uploader_));
   append(ControlFamilies(control_->stats()));
+  if (metrics_) append(EndpointFamilies(*metrics_));
   append(AgentFamilies());
   return out;
 }

@@ -26,7 +26,7 @@ DaemonParts MakeDaemonParts(const ReplaySpec& replay) {
         procs.push_back(std::move(p));
       }
       auto src = TraceReplaySource::Create(io, std::move(procs),
-                                           {replay.rows_per_step, replay.step_delay_us});
+                                           {replay.rows_per_step, replay.step_delay_us, replay.repeat});
       if (!src.ok()) return src.status();
       (*src)->set_on_finished([] { SEQPOINT_LOG(kInfo, "replay finished"); });
       return std::unique_ptr<IterationSource>(std::move(*src));

@@ -20,6 +20,7 @@ struct ReplaySpec {
   uint64_t first_row = 0;     // rows before it are skipped (iterations the agent missed)
   uint64_t max_rows = UINT64_MAX;
   uint32_t rows_per_step = 64;
+  uint64_t repeat = 1;  // each trace replayed this many times, as successive runs
 };
 
 DaemonParts MakeDaemonParts(const ReplaySpec& replay);

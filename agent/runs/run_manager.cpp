@@ -35,10 +35,12 @@ RunManagerOptions WithGroupRotation(RunManagerOptions o) {
 RunManager::RunManager(Store* store, CollectorSetFactory collectors, RunManagerOptions options)
     : store_(store),
       collector_factory_(std::move(collectors)),
-      options_(WithGroupRotation(std::move(options))) {}
+      options_(WithGroupRotation(std::move(options))),
+      backoff_(options_.profiler_hold_down_s * 1'000'000'000) {}
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
   options_ = WithGroupRotation(options);
+  backoff_.set_hold_down_ns(options_.profiler_hold_down_s * 1'000'000'000);
   if (!node_dropped_.empty()) {
     SEQPOINT_LOG(kInfo,
                  "reload: collectors dropped for perturbing earlier runs are tried again "
@@ -46,35 +48,6 @@ void RunManager::Reconfigure(const RunManagerOptions& options) {
   }
   node_dropped_.clear();
   for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
-}
-
-Status RunManager::Resume() {
-  auto active = store_->ListRuns(true, 1 << 20);
-  if (!active.ok()) return active.status();
-  const bool live = source_ == nullptr || source_->pids_are_live();
-  for (const RunRecord& r : *active) {
-    auto snap = store_->LoadRun(r.id);
-    auto meas = store_->LoadMeasurements(r.id);
-    auto log = store_->LoadIterationLog(r.id);
-    if (!snap.ok() || !meas.ok() || !log.ok()) {
-      return (snap.ok() ? (meas.ok() ? log.status() : meas.status()) : snap.status())
-          .WithContext("resuming run " + std::to_string(r.id));
-    }
-    auto tracker = RunTracker::Restore(*snap, *meas, *log, options_.selector);
-    if (!tracker.ok()) return tracker.status().WithContext("resuming run " + std::to_string(r.id));
-    bool any_alive = !live || r.pids.empty();
-    for (int32_t pid : r.pids) any_alive = any_alive || ProcessExists(options_.proc_root, pid);
-    (*tracker)->set_control_every(options_.observer_control_every);
-    runs_[r.id] = std::move(*tracker);
-    idle_since_ns_[r.id] = WallNs();
-    if (!any_alive) {
-      CloseRun(r.id, RunState::kFinished, "its processes ended while seqpointd was down");
-    } else {
-      SEQPOINT_LOG(kInfo, "resumed run " + std::to_string(r.id) + " (" + r.key + ") at " +
-                              std::to_string(r.iterations) + " iterations");
-    }
-  }
-  return Status::Ok();
 }
 
 RunManager::Proc* RunManager::ProcFor(pid_t pid) {
@@ -106,13 +79,10 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     RunRecord r;
     r.key = key;
     r.started_unix_ns = r.updated_unix_ns = WallNs();
-    auto id = store_->CreateRun(r);
-    if (!id.ok()) {
-      ++store_errors_;
-      SEQPOINT_LOG(kError, "cannot record run " + key + ": " + id.status().message());
-      return;
-    }
-    r.id = *id;
+    // Numbered here, so a run exists before the store could write it: one that cannot be
+    // written now is kept in memory and its row created by a later flush (run_manager_store.cpp).
+    r.id = NewRunId();
+    if (!store_->CreateRun(r).ok()) ++store_errors_;
     auto created = RunTracker::Create(r, options_.selector);
     if (!created.ok()) {
       SEQPOINT_LOG(kError, "cannot start run " + key + ": " + created.status().message());
@@ -136,10 +106,16 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     rec.updated_unix_ns = WallNs();  // flushed with the next save
   }
   idle_since_ns_.erase(rec.id);
+  if (live && !job_labels_.count(rec.id)) {
+    RunJobLabels labels = JobLabelsFor(options_.proc_root, p.pid);
+    if (!labels.job_name.empty() || !labels.world_size.empty()) job_labels_[rec.id] = labels;
+  }
   Proc& proc = procs_[p.pid];
   proc.run_id = rec.id;
+  if (live) ScanProcess(p.pid, proc, MonotonicNs(), WallNs());  // profiled from its start
   attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
   if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
+  JoinFound(p.pid, proc, *tracker);
   UpdateHooks(p.pid, proc, *tracker);
 }
 
@@ -159,11 +135,21 @@ void RunManager::OnIterationBegin(const IterationBegin& b) {
   Proc* proc = ProcFor(b.pid);
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
-  if (proc->measuring) (void)EndMeasurement(*proc);  // its end never came: discard
+  if (proc->measuring) (void)EndMeasurement(b.pid, *proc);  // its end never came: discard
+  proc->begin_probe_ns = b.begin_ns;
+  if (JoinBegin(b, *proc, *tracker)) return;  // a data-parallel run: its step decides
   selector::Decision d =
       tracker->Decide(b.pid, b.iter, b.seq_len, b.batch, static_cast<double>(b.tokens));
   // A control is timed like any chosen iteration, but no collector touches it.
   if (!d.measure || tracker->IsControl(b.pid, b.iter)) return;
+  StartCollectors(b.pid, proc, tracker, b.iter, d.group);
+}
+
+void RunManager::StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uint64_t iter,
+                                 uint32_t group) {
+  // A profiler holds the counters, or the node is paused: timed, no collector (the back-off
+  // closed them already).
+  if (backoff_.Blocks(pid, MonotonicNs())) return;
   if (proc->rebuild && proc->collectors) {
     proc->collectors->Close();
     proc->collectors.reset();
@@ -172,24 +158,40 @@ void RunManager::OnIterationBegin(const IterationBegin& b) {
   if (!proc->collectors && collector_factory_) {
     proc->collectors = std::make_unique<collectors::CollectorSet>();
     const std::set<std::string>& dropped = tracker->dropped_collectors();
+    // Events the source counts at the probes are left out of the user-space collectors.
+    const std::vector<std::string> in_probes =
+        source_ != nullptr ? source_->ProbeCounterEvents(pid) : std::vector<std::string>{};
     for (auto& c : collector_factory_()) {
+      LeaveEventsToProbes(*c, in_probes);
       if (!dropped.count(std::string(c->name()))) proc->collectors->Add(std::move(c));
     }
-    proc->collectors->Open(collectors::Target{b.pid, ""});
+    proc->collectors->Open(collectors::Target{pid, ""});
     for (const auto& st : proc->collectors->stats()) {
       CollectorTotals& t = totals_[st.name];
       t.state = std::string(collectors::CollectorStateName(st.state));
       t.last_error =
           st.state == collectors::CollectorState::kFailed ? st.open_status.message() : "";
     }
+    for (const auto& st : proc->collectors->stats()) {
+      if (collectors::IsCountersBusy(st.open_status)) {
+        NoteBusy(pid, *proc, st.name, st.open_status);
+        return;
+      }
+    }
   }
   if (proc->collectors) {
-    proc->collectors->Begin(d.group);
-    proc->measuring = b.iter;
+    const bool any_open = std::any_of(
+        proc->collectors->stats().begin(), proc->collectors->stats().end(),
+        [](const auto& st) { return st.state == collectors::CollectorState::kOpen; });
+    if (any_open && (source_ == nullptr || source_->pids_are_live())) {
+      windows_.UserSpaceStart(proc->begin_probe_ns, static_cast<uint64_t>(MonotonicNs()));
+    }
+    proc->collectors->Begin(group);
+    proc->measuring = iter;
   }
 }
 
-std::vector<collectors::Sample> RunManager::EndMeasurement(Proc& proc) {
+std::vector<collectors::Sample> RunManager::EndMeasurement(pid_t pid, Proc& proc) {
   std::vector<collectors::Sample> values;
   proc.measuring.reset();
   if (!proc.collectors) return values;
@@ -212,6 +214,12 @@ std::vector<collectors::Sample> RunManager::EndMeasurement(Proc& proc) {
   // effect is estimated per group.
   for (const collectors::CollectorReading& r : readings) {
     values.push_back({"group:" + r.collector, static_cast<double>(r.group), "group"});
+  }
+  for (const collectors::CollectorReading& r : readings) {
+    if (collectors::IsCountersBusy(r.status)) {
+      NoteBusy(pid, proc, r.collector, r.status);
+      break;
+    }
   }
   return values;
 }
@@ -281,7 +289,13 @@ void RunManager::OnIterationEnd(const IterationEnd& e) {
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
   std::vector<collectors::Sample> values;
-  if (proc->measuring && *proc->measuring == e.iter) values = EndMeasurement(*proc);
+  const bool measured = proc->measuring && *proc->measuring == e.iter;
+  if (measured) values = EndMeasurement(e.pid, *proc);
+  if (measured && proc->probe_counters && proc->probe_counters->iter == e.iter) {
+    windows_.TakeProbeCounters(*proc->probe_counters, &values);
+  }
+  proc->probe_counters.reset();
+  if (JoinEnd(e, *proc, *tracker, measured, values)) return;  // a data-parallel run
   std::optional<double> energy = IterationEnergy(proc->run_id, *tracker, e);
   tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
                     e.end_ns, values, energy);
@@ -289,14 +303,20 @@ void RunManager::OnIterationEnd(const IterationEnd& e) {
   UpdateHooks(e.pid, *proc, *tracker);
 }
 
+void RunManager::OnIterationCounters(const IterationCounters& c) {
+  auto it = procs_.find(c.pid);
+  if (it != procs_.end()) it->second.probe_counters = c;
+}
+
 void RunManager::OnProcessExit(const ProcessExit& x) {
   auto it = procs_.find(x.pid);
   if (it == procs_.end()) return;
   Proc& proc = it->second;
   const int64_t run_id = proc.run_id;
-  if (proc.measuring) (void)EndMeasurement(proc);
+  if (proc.measuring) (void)EndMeasurement(x.pid, proc);
   if (proc.collectors) proc.collectors->Close();
   procs_.erase(it);
+  backoff_.Forget(x.pid);
   const uint64_t now_mono = MonotonicNowNs();
   attribution_.ProcessExited(x.pid, now_mono);
   // End records arrive at most a poll interval late and an iteration older than the sampler's
@@ -305,7 +325,8 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
   auto run = runs_.find(run_id);
   if (run == runs_.end()) return;
   RunTracker& tracker = *run->second;
-  tracker.DropPending(x.pid);
+  // A data-parallel run's decisions are its steps': the other ranks still complete them.
+  if (!JoinExit(x, run_id, tracker)) tracker.DropPending(x.pid);
   if (x.Crashed()) {
     tracker.record().state = RunState::kCrashed;
     tracker.record().end_reason = "pid " + std::to_string(x.pid) + " " + x.Describe();
@@ -329,8 +350,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
   tracker.record().state = state;
   tracker.record().end_reason = reason;
   tracker.record().ended_unix_ns = tracker.record().updated_unix_ns = WallNs();
-  Status st = SaveRun(tracker, /*fresh=*/true);
-  if (!st.ok()) SEQPOINT_LOG(kError, "closing run " + std::to_string(run_id) + ": " + st.message());
+  const bool saved = SaveRun(tracker, /*fresh=*/true).ok();  // the daemon logs store trouble
   SelfCheck check = tracker.self_check();
   SEQPOINT_LOG(
       kInfo, "run " + std::to_string(run_id) + " (" + tracker.record().key + ") " +
@@ -340,8 +360,11 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
                  (check.valid ? ", time projection error " + std::to_string(check.error * 100) + "%"
                               : ""));
   if (on_closed_) on_closed_(tracker.Snapshot());
+  if (!saved) KeepUnsaved(std::move(it->second));
   runs_.erase(it);
+  joins_.erase(run_id);
   idle_since_ns_.erase(run_id);
+  job_labels_.erase(run_id);
   ++runs_closed_;
   if (state == RunState::kCrashed) ++runs_crashed_;
 }
@@ -372,29 +395,9 @@ void RunManager::CloseIdleRuns() {
   }
 }
 
-Status RunManager::SaveRun(RunTracker& tracker, bool fresh) {
-  RunSnapshot snap = tracker.Snapshot(fresh ? 0 : 1'000'000'000);
-  auto m = tracker.TakeNewMeasurements();
-  auto log = tracker.TakeNewLog();
-  auto cost = tracker.TakeCostDeltas();
-  Status st = store_->SaveRun(snap, m, cost, log);
-  if (!st.ok()) {
-    ++store_errors_;
-    tracker.ReturnUnsaved(std::move(m), std::move(log), std::move(cost));
-  } else {
-    tracker.MarkSaved();
-  }
-  return st;
-}
-
-Status RunManager::Flush() {
-  Status first;
-  for (auto& [id, t] : runs_) {
-    if (!t->HasUnsaved()) continue;  // an idle run costs no write
-    Status st = SaveRun(*t);
-    if (!st.ok() && first.ok()) first = st;
-  }
-  return first;
+RunJobLabels RunManager::JobLabels(int64_t run_id) const {
+  auto it = job_labels_.find(run_id);
+  return it == job_labels_.end() ? RunJobLabels{} : it->second;
 }
 
 RunTracker* RunManager::FindActive(const std::string& id_or_key) {

@@ -16,6 +16,16 @@
 // observer_drop the collectors it blames are dropped for the rest of that run (time and energy
 // go on).
 //
+// Profilers (collector_backoff.h, profiler_watch.h): ScanProfilers() (a daemon timer) looks
+// for a profiler on every watched process; while one is there, or a vendor library answered
+// that its counters are busy, or the node is paused (PauseCollectors), that process's collectors stay
+// closed; they open again at the next chosen iteration after the hold-down or the resume.
+//
+// Data-parallel runs (step_join.h): a run with several live ranks, or whose launcher announces
+// several on this node, feeds its tracker steps, not rank-iterations: each step's decision is
+// taken once and its collectors run on every rank; steps are reported under the run's lead pid.
+// A run of one process is fed exactly as before.
+//
 // Threads: everything runs on the daemon's io_context thread.
 #pragma once
 
@@ -25,14 +35,20 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "agent/config/config_validate.h"
 #include "agent/energy/energy_attribution.h"
 #include "agent/energy/energy_sampler.h"
+#include "agent/runs/collector_backoff.h"
+#include "agent/runs/counter_windows.h"
+#include "agent/runs/profiler_watch.h"
 #include "agent/source/iteration_source.h"
 #include "agent/runs/run_tracker.h"
+#include "agent/source/run_key.h"
+#include "agent/runs/step_join.h"
 #include "agent/store/store.h"
 #include "collectors/collector_set.h"
 #include "selector/online_selector.h"
@@ -49,6 +65,14 @@ struct RunManagerOptions {
   double observer_threshold = 0.05;     // runs.observer_effect_threshold_pct / 100
   bool observer_drop = false;           // runs.observer_effect_action == "drop"
   uint32_t observer_control_every = 4;  // runs.observer_effect_control_every
+  ProfilerPatterns profilers;           // runs.profiler_libraries, runs.profiler_commands
+  int64_t profiler_hold_down_s = 10;    // runs.profiler_hold_down_s
+  // An active run's stored iteration log is replaced by a checkpoint once it holds this many
+  // entries (40 bytes each: 2.5 MiB by default; docs/bounds.md).
+  uint64_t checkpoint_every = 65536;
+  // Closed runs kept in memory while the store cannot write them; past it the oldest is lost
+  // (counted in runs_lost()).
+  size_t max_unsaved_closed = 64;
 };
 
 // Totals per collector over every process measured since the daemon started.
@@ -85,13 +109,37 @@ class RunManager : public IterationSink {
   void OnIterationBegin(const IterationBegin& begin) override;
   void OnIterationEnd(const IterationEnd& end) override;
   void OnProcessExit(const ProcessExit& exit) override;
+  void OnIterationCounters(const IterationCounters& counters) override;
+  // Where measured iterations' counter windows started (counter_windows.h).
+  const CounterWindows& counter_windows() const { return windows_; }
+
+  // Looks for profilers on every watched process (live pids only), starts and ends back-offs,
+  // and lifts a pause whose duration has passed (run_manager_backoff.cpp).
+  void ScanProfilers();
+  // Closes every process's collectors until ResumeCollectors() or `duration_ns` from now.
+  const PauseState& PauseCollectors(std::optional<int64_t> duration_ns);
+  // True when a pause was lifted.
+  bool ResumeCollectors();
+  const CollectorBackoff& backoff() const { return backoff_; }
+  // The back-off of the run's processes, by pid (empty when its collectors run).
+  std::map<pid_t, Backoff> RunBackoffs(int64_t run_id) const;
 
   const std::map<int64_t, std::unique_ptr<RunTracker>>& runs() const { return runs_; }
+  // The job's name and world size as its first live rank's environment gave them (in memory
+  // only: a resumed run reads them again from its ranks); empty when unknown.
+  RunJobLabels JobLabels(int64_t run_id) const;
+  // The step join of a data-parallel run (its ranks, lagging and stopped), or null.
+  const StepJoin* step_join(int64_t run_id) const;
   RunTracker* FindActive(const std::string& id_or_key);
   const std::map<std::string, CollectorTotals>& collector_totals() const { return totals_; }
   uint64_t runs_closed() const { return runs_closed_; }
   uint64_t runs_crashed() const { return runs_crashed_; }  // of runs_closed()
   uint64_t store_errors() const { return store_errors_; }
+  // Runs whose changes wait in memory for a store that cannot write them (active runs with
+  // unsaved changes after a failed write, and closed runs not yet written).
+  size_t unsaved_runs() const { return checkpoint_due_.size() + closed_unsaved_.size(); }
+  // Closed runs dropped unsaved because more than max_unsaved_closed waited.
+  uint64_t runs_lost() const { return runs_lost_; }
   size_t processes() const { return procs_.size(); }
 
  private:
@@ -101,16 +149,39 @@ class RunManager : public IterationSink {
     bool begin_hooks = false;
     std::optional<uint64_t> measuring;  // iteration the collectors are measuring
     bool rebuild = false;               // the run dropped a collector: reopen without it
+    int32_t rank = -1;                  // as its launcher numbers it (-1: not known)
+    uint64_t begin_probe_ns = 0;        // the begin probe of its latest hooked iteration
+    std::optional<IterationCounters> probe_counters;  // of the iteration ending next
   };
   Proc* ProcFor(pid_t pid);
   RunTracker* TrackerFor(const Proc& proc);
   void UpdateHooks(pid_t pid, Proc& proc, RunTracker& tracker);
-  std::vector<collectors::Sample> EndMeasurement(Proc& proc);
+  std::vector<collectors::Sample> EndMeasurement(pid_t pid, Proc& proc);
+  // Opens (once) and begins the process's collectors for `iter` in counter group `group`.
+  void StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uint64_t iter, uint32_t group);
+  // Data-parallel runs (run_manager_steps.cpp): each returns false when the process's run has
+  // no step join (one process: fed as before), else feeds the join and acts on what it asks.
+  void JoinFound(pid_t pid, Proc& proc, RunTracker& tracker);
+  bool JoinBegin(const IterationBegin& b, Proc& proc, RunTracker& tracker);
+  bool JoinEnd(const IterationEnd& e, Proc& proc, RunTracker& tracker, bool measured,
+               std::vector<collectors::Sample>& values);
+  bool JoinExit(const ProcessExit& x, int64_t run_id, RunTracker& tracker);
+  void RunJoinActions(int64_t run_id, StepJoin& join, RunTracker& tracker);
+  // A collector of `pid` answered busy (collectors::IsCountersBusy): back off.
+  void NoteBusy(pid_t pid, Proc& proc, const std::string& collector, const Status& status);
+  // Discards a measurement under way and releases the counters (a back-off or pause began).
+  void StopCollectors(Proc& proc);
+  // Looks for a profiler on one live process (at discovery, and on every ScanProfilers).
+  void ScanProcess(pid_t pid, Proc& proc, int64_t mono_ns, int64_t wall_ns);
   std::optional<double> IterationEnergy(int64_t run_id, RunTracker& tracker, const IterationEnd& e);
   void CheckObserverEffect(int64_t run_id, RunTracker& tracker);
   void CloseRun(int64_t run_id, RunState state, const std::string& reason);
-  // fresh: recompute the projections first (closing); else they may be up to 1 s old.
+  // Persistence (run_manager_store.cpp). fresh: recompute the projections first (closing);
+  // else they may be up to 1 s old.
   Status SaveRun(RunTracker& tracker, bool fresh = false);
+  int64_t NewRunId();
+  // A closed run that could not be saved: kept (bounded) for Flush to retry.
+  void KeepUnsaved(std::unique_ptr<RunTracker> tracker);
 
   Store* store_;
   CollectorSetFactory collector_factory_;
@@ -120,6 +191,8 @@ class RunManager : public IterationSink {
   std::map<int64_t, std::unique_ptr<RunTracker>> runs_;  // active runs by id
   std::map<int64_t, int64_t> idle_since_ns_;             // runs with no live process
   std::map<pid_t, Proc> procs_;
+  std::map<int64_t, RunJobLabels> job_labels_;  // by run id
+  std::map<int64_t, std::unique_ptr<StepJoin>> joins_;  // data-parallel runs, by id
   std::map<std::string, CollectorTotals> totals_;
   // Collectors some run on this node dropped for perturbing it: later runs start without them
   // (the same collector on the same node perturbs again; on VMs that trap PMU access the
@@ -127,9 +200,18 @@ class RunManager : public IterationSink {
   std::map<std::string, int64_t> node_dropped_;  // collector -> run that dropped it
   EnergySampler* energy_ = nullptr;
   EnergyAttribution attribution_;
+  CollectorBackoff backoff_;
+  CounterWindows windows_;
   uint64_t runs_closed_ = 0;
   uint64_t runs_crashed_ = 0;
   uint64_t store_errors_ = 0;
+  // Iteration-log entries stored per active run since its last checkpoint.
+  std::map<int64_t, uint64_t> log_entries_;
+  // Runs whose taken log entries a failed write lost: their next save writes a checkpoint.
+  std::set<int64_t> checkpoint_due_;
+  std::map<int64_t, std::unique_ptr<RunTracker>> closed_unsaved_;  // by id, oldest first
+  int64_t next_run_id_ = 0;  // 0: not read from the store yet
+  uint64_t runs_lost_ = 0;
 };
 
 }  // namespace seqpoint::daemon

@@ -4,15 +4,37 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 namespace seqpoint::daemon {
+namespace {
+
+// The run's attribution labels on every uploaded series of it (those with a run label); on
+// /metrics they are on seqpoint_run_info alone, joined by run, as Prometheus's info metrics are.
+void AddAttribution(std::vector<MetricFamily>& families,
+                    const std::map<std::string, Labels>& by_run) {
+  for (MetricFamily& f : families) {
+    if (f.name == "seqpoint_run_info") continue;  // carries them already
+    for (MetricSample& s : f.samples) {
+      auto run = std::find_if(s.labels.begin(), s.labels.end(),
+                              [](const auto& l) { return l.first == "run"; });
+      if (run == s.labels.end()) continue;
+      auto it = by_run.find(run->second);
+      if (it == by_run.end()) continue;
+      s.labels.insert(s.labels.end(), it->second.begin(), it->second.end());
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
                                       bool for_upload) {
   auto info = Gauge("seqpoint_run_info",
-                    "A run watched on this node (value 1): its key, state, and the launcher and "
-                    "job id (job_id) it came from (runs.group_by).");
+                    "A run watched on this node (value 1): its key, state, the launcher and job id "
+                    "(job_id) it came from (runs.group_by), the job's step, name and world size "
+                    "as its launcher set them (empty when not set), and the node.");
   auto proj = Gauge("seqpoint_run_projection",
                     "Projected whole-run total of a metric from the SeqPoints, in base units.");
   auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
@@ -25,6 +47,9 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto bounded = Gauge("seqpoint_run_projection_bounded",
                        "0 when the measured samples cannot bound the metric (fewer than three "
                        "non-zero values, or one outweighs the rest): the total is then a floor.");
+  auto gap = Gauge("seqpoint_run_projection_unobserved",
+                   "The part of the projected total that stands for the run's unobserved "
+                   "iterations (agent down, events lost), estimated from the observed ones.");
   auto warmup = Gauge("seqpoint_run_warmup_iterations",
                       "Iterations of the run's warm-up, found from every iteration's time.");
   auto strata = Gauge("seqpoint_run_time_strata",
@@ -82,16 +107,54 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto allowed = Gauge("seqpoint_run_selector_budget_iterations",
                        "Iterations the selector may measure in this run now.");
   auto bins = Gauge("seqpoint_run_selector_bins", "SL bins of the run's online selector.");
+  auto backed_off = Gauge("seqpoint_run_collectors_backed_off",
+                          "Processes of the run whose collectors are stopped: reason=profiler (a "
+                          "profiler maps its library into the process or runs it; profiler= "
+                          "what was seen) or counters_busy (a vendor library said another tool "
+                          "holds the counters; profiler= the collector); 0, profiler empty, "
+                          "while they run.");
+  std::vector<MetricFamily*> all = {
+      &info,     &proj,   &low,      &high,     &steady,   &bounded,      &warmup,  &strata,
+      &changes,  &actual, &error,    &within,   &excess,   &oe_ratio,     &oe_low,  &oe_high,
+      &oe_pairs, &oe_flag, &perturbed, &dropped, &energy_iters, &energy_unattr, &iters,
+      &measured, &unobserved, &gap,   &points, &allowed, &bins, &backed_off};
+  SeriesCap cap(all, options.max_series);
+  std::map<std::string, Labels> attribution;  // run -> labels every uploaded series carries
   for (const auto& [id, tracker] : runs.runs()) {
+    cap.Begin();
     RunSnapshot s = tracker->Snapshot(1'000'000'000);
     const std::string run = std::to_string(id);
     const RunAttribution who = AttributionOf(s.run.key);
+    const RunJobLabels job = runs.JobLabels(id);
     info.Add({{"run", run},
-              {"key", s.run.key},
+              {"key", s.run.key.substr(0, kMaxLabelBytes)},
               {"state", std::string(RunStateName(s.run.state))},
               {"launcher", who.launcher},
-              {"job_id", who.job}},  // not "job": Prometheus's own label
+              {"job_id", who.job},  // not "job": Prometheus's own label
+              {"step", who.step},
+              {"job_name", job.job_name},
+              {"world_size", job.world_size},
+              {"node", options.node}},
              1);
+    Labels& upload_labels = attribution[run];
+    for (const auto& [k, v] : Labels{{"launcher", who.launcher}, {"job_id", who.job},
+                                     {"step", who.step}, {"job_name", job.job_name},
+                                     {"world_size", job.world_size}, {"node", options.node}}) {
+      if (!v.empty()) upload_labels.emplace_back(k, v);  // an empty label is no label
+    }
+    // Processes by reason and what was seen (never by pid); 0 with profiler="" when none, so
+    // an alert can tell "running" from "not exported".
+    std::map<std::pair<std::string, std::string>, double> held;
+    for (const auto& [pid, b] : runs.RunBackoffs(id)) held[{b.reason, b.profiler}] += 1;
+    for (const char* reason : {kBackoffProfiler, kBackoffCountersBusy}) {
+      bool any = false;
+      for (const auto& [what, n] : held) {
+        if (what.first != reason) continue;
+        backed_off.Add({{"run", run}, {"reason", reason}, {"profiler", what.second}}, n);
+        any = true;
+      }
+      if (!any) backed_off.Add({{"run", run}, {"reason", reason}, {"profiler", ""}}, 0);
+    }
     for (const Projection& p : s.projections) {
       BaseUnit b = ToBaseUnit(p.metric, p.unit);
       Labels l = {{"run", run}, {"metric", b.name}, {"unit", b.unit}};
@@ -102,6 +165,7 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       perturbed.Add({{"run", run}, {"metric", b.name}}, p.perturbed ? 1 : 0);
       bounded.Add({{"run", run}, {"metric", b.name}}, p.bounded ? 1 : 0);
       if (std::isfinite(p.steady_total)) steady.Add(l, p.steady_total * b.scale);
+      gap.Add(l, p.gap_total * b.scale);  // 0 while every iteration was seen
     }
     for (const SelfCheck& c : tracker->self_checks()) {
       if (!c.valid) continue;
@@ -146,13 +210,22 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     allowed.Add({{"run", run}}, static_cast<double>(std::min<uint64_t>(tracker->selector_allowed(),
                                                                        options.budget)));
     bins.Add({{"run", run}}, tracker->selector_bins());
+    if (!cap.Commit() && options.ledger != nullptr) options.ledger->overflowed.insert(id);
   }
-  std::vector<MetricFamily> out = {info,     proj,    low,     high,    steady,   bounded,
-                                   actual,   error,   within,  iters,   measured, oe_ratio,
-                                   oe_low,   oe_high, oe_flag, perturbed};
-  if (for_upload) return out;
-  for (auto* f : {&warmup, &strata, &changes, &unobserved, &points, &allowed, &bins, &excess, &oe_pairs, &dropped,
-                  &energy_iters, &energy_unattr}) {
+  if (options.ledger != nullptr && !for_upload) {
+    options.ledger->exported = cap.kept();
+    options.ledger->dropped = cap.dropped();
+  }
+  // Uploaded too: whatever a whole-run total stands on, including what was never seen.
+  std::vector<MetricFamily> out = {info,   proj,     low,        high,     steady,  bounded,
+                                   gap,    actual,   error,      within,   iters,   measured,
+                                   unobserved, oe_ratio, oe_low, oe_high, oe_flag, perturbed};
+  if (for_upload) {
+    AddAttribution(out, attribution);
+    return out;
+  }
+  for (auto* f : {&warmup, &strata, &changes, &points, &allowed, &bins, &excess,
+                  &oe_pairs, &dropped, &energy_iters, &energy_unattr, &backed_off}) {
     out.push_back(std::move(*f));
   }
   return out;
@@ -185,6 +258,33 @@ std::vector<MetricFamily> RunManagerFamilies(const RunManager& runs) {
   out.push_back(std::move(cost));
   out.push_back(Counter("seqpoint_store_errors_total", "Failed writes to the state database.")
                     .Add({}, static_cast<double>(runs.store_errors())));
+  return out;
+}
+
+}  // namespace seqpoint::daemon
+
+namespace seqpoint::daemon {
+
+std::vector<MetricFamily> BackoffFamilies(const RunManager& runs) {
+  const CollectorBackoff& b = runs.backoff();
+  std::vector<MetricFamily> out;
+  out.push_back(Gauge("seqpoint_collectors_paused",
+                      "1 while `seqpoint pause` holds every collector of the node stopped "
+                      "(iterations are still timed).")
+                    .Add({}, b.pause().paused ? 1 : 0));
+  auto started = Counter("seqpoint_collector_backoffs_total",
+                         "Back-offs begun: a process's collectors stopped because a profiler was "
+                         "seen on it (reason=profiler) or a vendor library said its counters are "
+                         "busy (reason=counters_busy); each lasts until none is seen for "
+                         "runs.profiler_hold_down_s.");
+  for (const char* reason : {kBackoffProfiler, kBackoffCountersBusy}) {
+    auto it = b.stats().started.find(reason);
+    started.Add({{"reason", reason}},
+                it == b.stats().started.end() ? 0 : static_cast<double>(it->second));
+  }
+  out.push_back(std::move(started));
+  out.push_back(Counter("seqpoint_collector_pauses_total", "`seqpoint pause` commands received.")
+                    .Add({}, static_cast<double>(b.stats().pauses)));
   return out;
 }
 

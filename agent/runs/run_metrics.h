@@ -8,6 +8,7 @@
 
 #include "agent/metrics/metric_family.h"
 #include "agent/runs/run_manager.h"
+#include "agent/runs/series_cap.h"
 
 namespace seqpoint::daemon {
 
@@ -15,11 +16,18 @@ struct RunMetricsOptions {
   double observer_threshold = 0;  // runs.observer_effect_threshold_pct / 100
   uint64_t budget = 0;            // runs.budget: the cap reported beside the selector's allowance
   bool energy = false;            // an energy sampler runs: export the attribution counters
+  uint64_t max_series = 20000;    // runs.max_series (series_cap.h)
+  SeriesLedger* ledger = nullptr;  // what the cap did; null: not recorded
+  std::string node;               // the `node` label (NodeName())
 };
 
-// `for_upload`: only the families uploaded by remote-write (the projections and what judges them).
+// `for_upload`: only the families uploaded by remote-write (the projections and what judges them),
+// every series carrying its run's attribution labels (launcher, job_id, job_name, step,
+// world_size, node), so a series is found by job without a join.
 std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
                                       bool for_upload);
 std::vector<MetricFamily> RunManagerFamilies(const RunManager& runs);
+// Collectors stopped for profilers, busy counters or a pause (collector_backoff.h).
+std::vector<MetricFamily> BackoffFamilies(const RunManager& runs);
 
 }  // namespace seqpoint::daemon

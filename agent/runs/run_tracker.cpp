@@ -23,10 +23,12 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Create(RunRecord record,
 
 Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     const RunSnapshot& snapshot, const std::vector<Measurement>& measurements,
-    const std::vector<IterationLogEntry>& log, const selector::OnlineOptions& options) {
+    const std::vector<IterationLogEntry>& log, const selector::OnlineOptions& options,
+    std::string_view checkpoint) {
   auto created = Create(snapshot.run, options);
   if (!created.ok()) return created.status();
   RunTracker& t = **created;
+  if (!checkpoint.empty()) SEQPOINT_RETURN_IF_ERROR(t.LoadCheckpoint(checkpoint));
   for (const IterationLogEntry& e : log) {
     selector::Decision d;
     const uint32_t n = std::max<uint32_t>(1, e.repeat);
@@ -144,6 +146,9 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     bin.time_ns_sum += time_ns;
     ++timed_iterations_;
     actual_time_ns_ += time_ns;
+    ++spread_n_;
+    spread_sum_ += time_ns;
+    spread_sumsq_ += time_ns * time_ns;
     AddCost(seq_len, "time_ns", time_ns, now);
     // Every iteration's time: the warm-up, the windows and the changes of cost (time strata).
     selector_.OnTime(p.ordinal, seq_len, batch, time_ns);

@@ -21,7 +21,9 @@
 // selector sees ordinals; SeqPoints are reported with each process's own iteration index.
 //
 // Restart: every iteration fed to the selector is logged (IterationLogEntry); Restore() replays
-// the log into a fresh selector (it is deterministic), so its state is exactly as before.
+// the log into a fresh selector (it is deterministic), so its state is exactly as before. Now
+// and then RunManager stores a Checkpoint() instead (run_checkpoint.cpp): Restore() loads it and
+// replays only the log entries saved after it, so the log stays bounded (docs/bounds.md).
 //
 // Threads: not thread-safe; owned and driven by RunManager on the io_context thread.
 #pragma once
@@ -34,6 +36,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -80,11 +83,16 @@ class RunTracker {
  public:
   static Result<std::unique_ptr<RunTracker>> Create(RunRecord record,
                                                     const selector::OnlineOptions& options);
-  // Rebuilds a tracker from the store: record, histogram, measurements and iteration log.
+  // Rebuilds a tracker from the store: record, histogram, measurements, the checkpoint (may be
+  // empty) and the iteration log saved after it.
   static Result<std::unique_ptr<RunTracker>> Restore(const RunSnapshot& snapshot,
                                                      const std::vector<Measurement>& measurements,
                                                      const std::vector<IterationLogEntry>& log,
-                                                     const selector::OnlineOptions& options);
+                                                     const selector::OnlineOptions& options,
+                                                     std::string_view checkpoint = {});
+  // The state the log would rebuild (the selector, the ordinals and last iteration of each
+  // process), as bytes: it stands for every log entry taken so far.
+  std::string Checkpoint() const;
 
   // At an iteration's start: feeds the selector once; measure=true when it should be measured
   // (group: the counter group to collect). Again for the same (pid, iter): the first decision.
@@ -174,6 +182,7 @@ class RunTracker {
     uint32_t seq_len, batch;
     std::vector<collectors::Sample> values;
   };
+  Status LoadCheckpoint(std::string_view image);
   uint64_t Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
                 selector::Decision* decision, LogRef* log = nullptr);
   void LogTime(const LogRef& log, double time_ns);
@@ -186,6 +195,13 @@ class RunTracker {
   std::optional<Projection> ProjectUnstratified(const selector::Selection& sel,
                                                 const std::string& metric, const std::string& unit);
   void CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations);
+  // How far the mean cost of the unobserved iterations may lie from the observed mean, as
+  // factors of it (run_tracker_projection.cpp); known = false when no iteration was timed.
+  struct GapFactors {
+    double lo = 0, hi = 0;
+    bool known = false;
+  };
+  GapFactors UnobservedGapFactors() const;
 
   RunRecord record_;
   selector::OnlineSelector selector_;
@@ -199,6 +215,10 @@ class RunTracker {
   int64_t saved_at_ns_ = -1;
   uint64_t timed_iterations_ = 0;
   double actual_time_ns_ = 0;
+  // Sums over the iterations timed since this tracker started (not restored): the spread of
+  // one iteration's time, for the interval of the unobserved gap.
+  uint64_t spread_n_ = 0;
+  double spread_sum_ = 0, spread_sumsq_ = 0;
   uint64_t energy_iterations_ = 0;
   double actual_energy_uj_ = 0;
   uint64_t energy_shared_ = 0, energy_uncovered_ = 0;

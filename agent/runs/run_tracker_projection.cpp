@@ -22,6 +22,25 @@ bool Additive(const std::string& unit) {
 // The cheap metrics, known on every iteration: corrected for the observer effect.
 bool Cheap(const std::string& metric) { return metric == "time_ns" || metric == "energy_uj"; }
 
+// A stratum's mean stands for where the run's cost went only with this many iterations.
+constexpr uint64_t kGapStratumMin = 8;
+constexpr double kZ95 = 1.96;
+
+// Adds to a projection over `observed` iterations the `unobserved` ones it does not cover: at
+// the observed mean per iteration, within the factors (docs/estimators.md, "Unobserved
+// iterations"). A gap nothing bounds (no timed iteration) makes the projection a floor.
+void AddGap(Projection& p, uint64_t observed, uint64_t unobserved, double lo, double hi,
+            bool known) {
+  const double per = static_cast<double>(unobserved) / static_cast<double>(observed);
+  p.gap_total = p.total * per;
+  p.gap_low = known ? p.low * per * lo : 0;
+  p.gap_high = known && p.bounded ? p.high * per * hi : std::numeric_limits<double>::infinity();
+  if (!known) p.bounded = false;
+  p.total += p.gap_total;
+  p.low += p.gap_low;
+  p.high += p.gap_high;
+}
+
 }  // namespace
 
 const ObserverEffect& RunTracker::observer_effect(double threshold) {
@@ -103,6 +122,7 @@ void RunTracker::Recompute(int64_t now_ns) {
   }
   projections_.clear();
   self_checks_.clear();
+  const GapFactors gap = UnobservedGapFactors();
   for (const auto& [metric, unit] : metrics) {
     std::optional<Projection> out = ProjectOne(sel, metric, unit);
     if (!out) continue;
@@ -113,6 +133,11 @@ void RunTracker::Recompute(int64_t now_ns) {
     if (metric == "energy_uj" && energy_iterations_ > 0 && sel.iterations > 0) {
       out->actual = actual_energy_uj_;
       CheckCheapMetric(*out, energy_iterations_, sel.iterations);
+    }
+    // The self-checks compare like with like (the observed iterations); the whole-run total
+    // also stands for the iterations never seen.
+    if (record_.unobserved > 0 && sel.iterations > 0) {
+      AddGap(*out, sel.iterations, record_.unobserved, gap.lo, gap.hi, gap.known);
     }
     projections_.push_back(std::move(*out));
   }
@@ -217,6 +242,43 @@ std::optional<Projection> RunTracker::ProjectUnstratified(const selector::Select
   return out;
 }
 
+// The run's time strata (warm-up, windows, changes) show how far the mean cost per iteration
+// moved over the run: the unobserved iterations, wherever they fell, are bounded by the lowest
+// and highest stratum mean. A sample of U iterations also varies about its stratum's mean, by
+// the spread of one iteration's time over sqrt(U).
+RunTracker::GapFactors RunTracker::UnobservedGapFactors() const {
+  GapFactors f;
+  std::map<uint32_t, selector::StrataCell> by_stratum;
+  selector::StrataCell all;
+  for (const auto& [key, cell] : selector_.strata().Cells()) {
+    selector::StrataCell& s = by_stratum[key.first];
+    s.n += cell.n;
+    s.time += cell.time;
+    all.n += cell.n;
+    all.time += cell.time;
+  }
+  if (all.n == 0 || !(all.time > 0) || record_.unobserved == 0) return f;
+  const double mean = all.time / static_cast<double>(all.n);
+  f.lo = f.hi = 1;
+  for (const auto& [index, s] : by_stratum) {
+    if (s.n < kGapStratumMin) continue;
+    const double level = s.time / static_cast<double>(s.n) / mean;
+    f.lo = std::min(f.lo, level);
+    f.hi = std::max(f.hi, level);
+  }
+  double spread = 0;
+  if (spread_n_ >= 2) {
+    const double m = spread_sum_ / static_cast<double>(spread_n_);
+    const double var = std::max(0.0, spread_sumsq_ / static_cast<double>(spread_n_) - m * m);
+    spread = std::sqrt(var) / mean;
+  }
+  const double sampling = kZ95 * spread / std::sqrt(static_cast<double>(record_.unobserved));
+  f.lo = std::max(0.0, f.lo - sampling);
+  f.hi += sampling;
+  f.known = true;
+  return f;
+}
+
 void RunTracker::CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations) {
   SelfCheck c;
   c.metric = proj.metric;
@@ -283,9 +345,10 @@ std::vector<SelfCheck> StoredSelfChecks(const RunSnapshot& s,
       SelfCheck c;
       c.metric = p.metric;
       c.unit = p.unit;
-      c.projected = p.total;
-      c.low = p.low;
-      c.high = p.high;
+      // Like the live check: the observed iterations only, without the unobserved gap.
+      c.projected = p.total - p.gap_total;
+      c.low = p.low - p.gap_low;
+      c.high = std::isfinite(p.gap_high) ? p.high - p.gap_high : p.high;
       c.actual = p.actual;
       for (const Measurement& m : measurements) {
         auto t = timings.find(m.ordinal);

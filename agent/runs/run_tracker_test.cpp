@@ -4,9 +4,10 @@
 
 #include <doctest/doctest.h>
 
-#include "agent/testing/test_util.h"
+#include <cmath>
 #include <set>
 
+#include "agent/testing/test_util.h"
 #include "common/clock.h"
 #include "common/trace_csv.h"
 
@@ -142,4 +143,57 @@ TEST_CASE("agent run tracker: records and per-day cost history follow the agent'
   std::set<int64_t> days;
   for (const BinCostRow& row : t->TakeCostDeltas()) days.insert(row.day);
   CHECK(days == std::set<int64_t>{20000, 20001});
+}
+
+TEST_CASE("agent run tracker: iterations never observed widen the whole-run total, honestly") {
+  auto trace = seqpoint::LoadTrace(RecordedTrace());
+  REQUIRE(trace.ok());
+  REQUIRE(trace->iter.size() >= 1500);
+  seqpoint::selector::OnlineOptions o;  // seqpointd's defaults
+  o.budget_count = 4096;
+  o.per_doubling = 16;
+  o.warmup = 0;
+  auto t = NewTracker(o);
+  // The agent was down for iterations 500..799 of the recorded run (its cost moves 3-4x).
+  Feed(*t, *trace, 0, 500);
+  Feed(*t, *trace, 800, 1500);
+  const uint64_t gap = trace->iter[800] - trace->iter[499] - 1;
+  REQUIRE(gap == 300);
+  CHECK(t->record().unobserved == gap);
+  CHECK(t->record().iterations == 1200);
+  double truth_time = 0, truth_task = 0, seen_time = 0;
+  const int time = trace->MetricIndex("time_ns"), task = trace->MetricIndex("task_clock_ns");
+  for (size_t r = 0; r < 1500; ++r) {
+    truth_time += trace->metrics[time][r];
+    truth_task += trace->metrics[task][r];
+    if (r < 500 || r >= 800) seen_time += trace->metrics[time][r];
+  }
+  RunSnapshot s = t->Snapshot();
+  for (const Projection& p : s.projections) {
+    const double truth = p.metric == "time_ns" ? truth_time : truth_task;
+    INFO(p.metric, " total ", p.total, " [", p.low, ", ", p.high, "] gap ", p.gap_total, " [",
+         p.gap_low, ", ", p.gap_high, "] truth ", truth);
+    CHECK(p.gap_total > 0);
+    CHECK(p.gap_low < p.gap_total);
+    CHECK(p.gap_high > p.gap_total);
+    CHECK(p.low <= truth);
+    CHECK(p.high >= truth);
+  }
+  // The self-check still compares the observed iterations with their own projection.
+  SelfCheck c = t->self_check();
+  REQUIRE(c.valid);
+  CHECK(c.actual == doctest::Approx(seen_time));
+  CHECK(std::abs(c.error) < 0.1);
+}
+
+TEST_CASE("agent run tracker: a run seen whole has no gap in its projections") {
+  auto trace = seqpoint::LoadTrace(RecordedTrace());
+  REQUIRE(trace.ok());
+  seqpoint::selector::OnlineOptions o;
+  o.budget_count = 4096;
+  o.per_doubling = 16;
+  auto t = NewTracker(o);
+  Feed(*t, *trace, 0, 600);
+  CHECK(t->record().unobserved == 0);
+  for (const Projection& p : t->Snapshot().projections) CHECK(p.gap_total == 0);
 }

@@ -32,8 +32,10 @@
 // process whose exit event was lost (found gone by the liveness check) has no status. Not so
 // for zero-code: SL calls after the last boundary (evaluation, checkpointing) look like an open
 // iteration at any exit, so there the exit status alone decides.
+#include <time.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
@@ -43,6 +45,7 @@
 #include "agent/config/log.h"
 #include "agent/source/run_key.h"
 #include "agent/source/live_source.h"
+#include "agent/source/probe_counter_events.h"
 #include "probes/iteration_probes.h"
 #include "probes/process_discovery.h"
 
@@ -68,9 +71,25 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (!zero_code.ok()) return zero_code.status();
     po.zero_code = zero_code_ = *zero_code;
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
+    probe_events_ = ProbeCounterEventsFor(config.collectors.perf);
+    po.pin_dir = config.probes_pin_dir;
+    po.pin_instance = config.state_dir;
     auto probes = probes::IterationProbes::Create(po, this);
+    if (!probes.ok() && !po.pin_dir.empty()) {
+      // Pinning only bridges restarts: without it the probes work as they always did.
+      SEQPOINT_LOG(kWarn, "probes not pinned in " + po.pin_dir +
+                              ", so a restart of seqpointd misses the iterations of its gap: " +
+                              probes.status().message());
+      po.pin_dir.clear();
+      probes = probes::IterationProbes::Create(po, this);
+    }
     if (!probes.ok()) return probes.status();
     probes_ = std::move(*probes);
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    started_ns_ =
+        static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+    TakeOverCarried();
     probes_->SetHookMode(probes::HookMode::kWanted);
     probes::DiscoveryOptions dopt;
     dopt.proc_root = config.proc_root;
@@ -85,6 +104,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
 
   Status Start(daemon::IterationSink* sink) override {
     sink_ = sink;
+    CatchUp();
     SEQPOINT_RETURN_IF_ERROR(discovery_->Start());  // scans running processes: OnTargets
     Watch(probes_->epoll_fd(), probe_fd_);
     Watch(discovery_->epoll_fd(), discovery_fd_);
@@ -100,7 +120,25 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     boost::system::error_code ec;
     if (probe_fd_) probe_fd_->close(ec);
     if (discovery_fd_) discovery_fd_->close(ec);
-    if (probes_) probes_->DetachAll();
+    if (probes_ && probes_->pinned()) {
+      probes_->Release();  // attached and counting until the next daemon adopts them
+    } else if (probes_) {
+      probes_->DetachAll();
+    }
+  }
+
+  void OnStateSaved() override {
+    if (!probes_ || !probes_->pinned()) return;
+    probes_->CommitDelivered();
+    save_requested_ = false;
+  }
+
+  std::vector<ProcessInfo> CarriedOver() const override {
+    std::vector<ProcessInfo> out;
+    for (const auto& c : probes_->carried_over()) {
+      out.push_back(ProcessInfo{c.identity.pid, c.identity.start_time, c.identity.comm, ""});
+    }
+    return out;
   }
 
   // Hooks cover every SL of the process from its next iteration on: a rare SL's first (maybe
@@ -113,12 +151,22 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (!armed_.insert(pid).second) return;
     Status st = probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0xffffffffu);
     if (!st.ok()) SEQPOINT_LOG(kWarn, "begin hooks: " + st.message());
+    ArmCounters(pid);
+  }
+
+  std::vector<std::string> ProbeCounterEvents(pid_t pid) const override {
+    std::vector<std::string> names;
+    if (const auto* events = probes_->CounterEvents(static_cast<int>(pid))) {
+      for (const auto& e : *events) names.push_back(e.name);
+    }
+    return names;
   }
 
   Status Reconfigure(const DaemonConfig& config) override {
     auto zero_code = ResolveZeroCodeProbes(config);
     if (!zero_code.ok()) return zero_code.status();
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
+    probe_events_ = ProbeCounterEventsFor(config.collectors.perf);  // for processes armed next
     if (*zero_code == zero_code_) return Status::Ok();
     SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
     zero_code_ = std::move(*zero_code);
@@ -162,9 +210,12 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     size_t zero_code = 0;
     for (int pid : probes_->AttachedPids())
       zero_code += probes_->AttachedZeroCodeProbe(pid) != nullptr;
-    s.description = "eBPF probes: " + std::to_string(s.processes) + " processes attached (" +
-                    std::to_string(zero_code) + " through zero-code probes); zero-code probes [" +
-                    ZeroCodeNames(zero_code_) + "]";
+    s.description =
+        "eBPF probes: " + std::to_string(s.processes) + " processes attached (" +
+        std::to_string(zero_code) + " through zero-code probes); zero-code probes [" +
+        ZeroCodeNames(zero_code_) + "]" +
+        (probes_->pinned() ? "; pinned across restarts in " + probes_->pin_generation_dir()
+                           : "; not pinned: a restart misses its gap");
     return s;
   }
 
@@ -222,6 +273,10 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   // probes::ProbeEventSink
   void OnBegin(const probes::IterationEvent& e) override {
     AnnounceAtFirstIteration(e);
+    if (catching_up_) {  // recorded while no daemon ran: too late for any collector
+      caught_up_begins_.insert({static_cast<int>(e.pid), e.iter});
+      return;
+    }
     if (sink_ == nullptr || !e.valid_seq_len()) return;
     sink_->OnIterationBegin(IterationBegin{static_cast<pid_t>(e.pid), static_cast<pid_t>(e.tid),
                                            e.iter, e.seq_len, e.batch, e.tokens, e.begin_ns});
@@ -234,6 +289,15 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     }
     if (sink_ == nullptr || !e.valid_seq_len()) return;
     if (e.flags & SP_FLAG_EXITED) return;  // never ended: no iteration to count
+    if (BegunBeforeRestart(e)) return;
+    // Its begin came before the probe was attached (a restart, a late attach): its SL is not
+    // known, so it is not an iteration to bin. The run counts its index as unobserved.
+    if (e.flags & SP_FLAG_NO_BEGIN) return;
+    if (e.counter_mask != 0) {
+      if (const auto* events = probes_->CounterEvents(static_cast<int>(e.pid))) {
+        sink_->OnIterationCounters(CountersOf(e, *events));
+      }
+    }
     IterationEnd end{static_cast<pid_t>(e.pid),
                      static_cast<pid_t>(e.tid),
                      e.iter,
@@ -242,7 +306,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
                      e.tokens,
                      e.complete() ? e.begin_ns : 0,
                      e.end_ns,
-                     (e.flags & SP_FLAG_HOOKED) != 0};
+                     (e.flags & SP_FLAG_HOOKED) != 0 && !catching_up_};
     sink_->OnIterationEnd(end);
   }
 
@@ -277,6 +341,17 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   void Disarm(pid_t pid) {
     if (armed_.erase(pid) == 0) return;
     (void)probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0);
+    probes_->DisarmCounters(static_cast<int>(pid));  // no counting once the budget is spent
+  }
+  // The probes count the perf software events of the process's hooked iterations themselves;
+  // where they cannot, the perf collector counts them in user space (said once per process).
+  void ArmCounters(pid_t pid) {
+    if (probe_events_.empty()) return;
+    Status st = probes_->ArmCounters(static_cast<int>(pid), probe_events_);
+    if (!st.ok()) {
+      SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": perf counters in user space from the "
+                              "begin wake-up, not in the probes: " + st.message());
+    }
   }
   // Asio watches a duplicate of the fd, so closing the descriptor leaves libbpf's own intact.
   void Watch(int fd, std::unique_ptr<asio::posix::stream_descriptor>& desc) {
@@ -316,6 +391,56 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       DiscoveryTick();
     });
   }
+  // Pinned probes (probes.pin_dir) a previous daemon left: its processes are ours now. Their
+  // hooks may still be armed in the kernel, so they count as armed until disarmed.
+  void TakeOverCarried() {
+    size_t gone = 0;
+    for (const auto& c : probes_->carried_over()) {
+      const int pid = c.identity.pid;
+      comm_[pid] = c.identity.comm;
+      known_.insert(pid);  // the daemon's RunManager::Resume finds their runs (CarriedOver)
+      carried_.insert(pid);
+      armed_.insert(pid);
+      if (!c.alive) {
+        gone_carried_.push_back(pid);
+        ++gone;
+      }
+    }
+    if (!probes_->carried_over().empty()) {
+      SEQPOINT_LOG(kInfo, "adopted the pinned probes of " +
+                              std::to_string(probes_->carried_over().size()) +
+                              " processes from the previous seqpointd (" + std::to_string(gone) +
+                              " gone since), in " + probes_->pin_generation_dir());
+    }
+  }
+  // A hooked iteration of a carried process that began before this daemon started, and whose
+  // begin record it was not given: the previous daemon was, and counted the iteration then (a
+  // begin feeds the selector) and saved it before it let the record go. Its end would count it
+  // twice; it is left out (its time too: one iteration).
+  bool BegunBeforeRestart(const probes::IterationEvent& e) {
+    if (!(e.flags & SP_FLAG_HOOKED) || e.begin_ns == 0 || e.begin_ns >= started_ns_) return false;
+    if (carried_.count(static_cast<int>(e.pid)) == 0) return false;
+    return caught_up_begins_.erase({static_cast<int>(e.pid), e.iter}) == 0;
+  }
+  // Delivers what the pinned probes recorded while no daemon ran, then reports the carried
+  // processes that are gone since (their runs close with those iterations in).
+  void CatchUp() {
+    catching_up_ = true;
+    if (auto r = probes_->Poll(0); !r.ok()) {
+      SEQPOINT_LOG(kWarn, "iteration probes: " + r.status().message());
+    }
+    catching_up_ = false;
+    for (int pid : gone_carried_) OnGone(pid, std::nullopt);
+    gone_carried_.clear();
+  }
+  // Pinned, delivered records stay in the kernel until saved: past a quarter of the ring, the
+  // daemon is asked to save now rather than at its next flush.
+  void RequestSaveIfBacklogged() {
+    if (!probes_->pinned() || save_requested_ || !save_request_) return;
+    if (probes_->uncommitted_bytes() <= probes_->ring_bytes() / 4) return;
+    save_requested_ = true;
+    asio::post(io_, save_request_);
+  }
   void PollAll() {
     if (auto r = discovery_->Poll(0); !r.ok()) {
       SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
@@ -323,6 +448,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (auto r = probes_->Poll(0); !r.ok()) {
       SEQPOINT_LOG(kWarn, "iteration probes: " + r.status().message());
     }
+    RequestSaveIfBacklogged();
   }
 
   asio::io_context& io_;
@@ -338,15 +464,29 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
   std::map<int, std::string> comm_;             // of every attached process
   std::vector<probes::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
+  std::vector<probes::ProbeCounterEvent> probe_events_;  // counted in the probes (may be none)
   RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
   std::string proc_root_;
   std::string only_key_;  // runs.only_key
   std::set<int> exited_mid_;
+  std::vector<int> gone_carried_;  // pinned processes of the previous daemon that are gone
+  bool catching_up_ = false;       // delivering what was recorded while no daemon ran
+  std::set<int> carried_;          // processes the previous daemon left pinned
+  std::set<std::pair<int, uint64_t>> caught_up_begins_;  // hooked begins given at catch-up
+  uint64_t started_ns_ = 0;  // CLOCK_MONOTONIC when the probes were taken over
+  bool save_requested_ = false;
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace
+
+Result<std::pair<std::string, int>> RemoveProbePins(const DaemonConfig& config) {
+  if (config.probes_pin_dir.empty()) return std::make_pair(std::string(), 0);
+  auto removed = probes::IterationProbes::RemovePins(config.probes_pin_dir, config.state_dir);
+  if (!removed.ok()) return removed.status();
+  return std::make_pair(probes::InstancePinDir(config.probes_pin_dir, config.state_dir), *removed);
+}
 
 Result<std::unique_ptr<IterationSource>> MakeLiveSource(asio::io_context& io,
                                                         const DaemonConfig& config) {

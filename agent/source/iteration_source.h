@@ -15,10 +15,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "collectors/collector.h"
 #include "common/status.h"
 
 namespace seqpoint::daemon {
@@ -54,6 +56,17 @@ struct IterationEnd {
   bool begin_reported = false;  // OnIterationBegin was called for this iteration
 };
 
+// Counters the source read itself at the iteration's begin and end probes (the eBPF source's
+// probe counters, probes/probe_counters.h): delivered just before that iteration's
+// OnIterationEnd, for iterations of processes whose begin hooks are on. Names and units as the
+// collector that would otherwise count them ("perf:task-clock", "ns").
+struct IterationCounters {
+  pid_t pid = 0;
+  uint64_t iter = 0;
+  std::vector<collectors::Sample> values;
+  uint32_t flags = 0;  // enum sp_counter_flag: why a value may be short (never silent)
+};
+
 struct ProcessExit {
   pid_t pid = 0;
   bool mid_iteration = false;    // an iteration was open when the process went away
@@ -75,6 +88,7 @@ class IterationSink {
   virtual void OnProcessFound(const ProcessInfo& process) = 0;
   virtual void OnIterationBegin(const IterationBegin& begin) = 0;
   virtual void OnIterationEnd(const IterationEnd& end) = 0;
+  virtual void OnIterationCounters(const IterationCounters& counters) { (void)counters; }
   virtual void OnProcessExit(const ProcessExit& exit) = 0;
 };
 
@@ -110,6 +124,12 @@ class IterationSource {
   // run's selector may still choose SeqPoints) or only end records, batched (cheaper).
   virtual void SetBeginHooks(pid_t pid, bool wanted) = 0;
   virtual SourceStats stats() const = 0;
+  // Collector events the source counts itself for `pid` (IterationCounters), e.g.
+  // {"task-clock", "context-switches"}: the collectors leave them out for that process.
+  virtual std::vector<std::string> ProbeCounterEvents(pid_t pid) const {
+    (void)pid;
+    return {};
+  }
   // The processes attached now (empty for sources without live processes).
   virtual std::vector<AttachedProcess> Attached() const { return {}; }
   // A config reload (SIGHUP): applies what can change live (the eBPF source: the zero-code
@@ -122,6 +142,22 @@ class IterationSource {
   // checks /proc for them, nor reads an energy counter against their timestamps (a replay's
   // clock is not this machine's).
   virtual bool pids_are_live() const { return true; }
+
+  // Restarts without a blind spot (the eBPF source with probes.pin_dir): what a source delivers
+  // stays in the kernel until the daemon has saved it, so a restarted daemon is given it again
+  // rather than missing it. The daemon calls OnStateSaved after every successful save of the
+  // runs (RunManager::Flush).
+  virtual void OnStateSaved() {}
+  // Processes whose probes a previous daemon left attached (pinned), alive or gone since: the
+  // daemon keeps their runs open (RunManager::Resume), and the source reports the gone ones'
+  // exits once it has delivered their records.
+  virtual std::vector<ProcessInfo> CarriedOver() const { return {}; }
+  // Called by the source when it holds enough unsaved records that the daemon should save
+  // before the next flush interval (posted, never re-entrant).
+  void set_save_request(std::function<void()> fn) { save_request_ = std::move(fn); }
+
+ protected:
+  std::function<void()> save_request_;
 };
 
 }  // namespace seqpoint::daemon

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
 
 #include <boost/asio/io_context.hpp>
 
@@ -16,5 +18,10 @@ namespace seqpoint::daemon {
 // The live iteration source (eBPF probes), or Unsupported naming why not.
 Result<std::unique_ptr<IterationSource>> MakeLiveSource(boost::asio::io_context& io,
                                                         const DaemonConfig& config);
+
+// Removes the probes a daemon with this config (its probes.pin_dir and state directory) left
+// pinned, detaching them: `seqpointd --unpin`, for a node where no daemon will come back.
+// Returns the pin directory and how many pins were removed.
+Result<std::pair<std::string, int>> RemoveProbePins(const DaemonConfig& config);
 
 }  // namespace seqpoint::daemon

@@ -11,4 +11,8 @@ Result<std::unique_ptr<IterationSource>> MakeLiveSource(boost::asio::io_context&
       "clang installed, or use --replay TRACE");
 }
 
+Result<std::pair<std::string, int>> RemoveProbePins(const DaemonConfig&) {
+  return std::make_pair(std::string(), 0);  // nothing can have been pinned
+}
+
 }  // namespace seqpoint::daemon

@@ -3,6 +3,7 @@
 #include "common/procfs.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <fstream>
@@ -151,15 +152,97 @@ std::string RunKeyFor(const RunGroupBy& group_by, const std::string& proc_root, 
   return fallback;
 }
 
+namespace {
+
+// The leading decimal digits of a launcher's count ("4", "4(x2)"); 0 when there are none or
+// the number is absurd for ranks.
+uint32_t LeadingCount(const std::string& v) {
+  uint64_t n = 0;
+  size_t i = 0;
+  for (; i < v.size() && i < 8 && std::isdigit(static_cast<unsigned char>(v[i])); ++i) {
+    n = n * 10 + static_cast<uint64_t>(v[i] - '0');
+  }
+  return i == 0 || n > (1u << 24) ? 0 : static_cast<uint32_t>(n);
+}
+
+}  // namespace
+
+LaunchRanks LaunchRanksOf(const std::string& proc_root, pid_t pid) {
+  const auto env = ReadEnviron(proc_root, pid);
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  auto rank_of = [](const std::string& v) -> int32_t {
+    if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0]))) return -1;
+    return static_cast<int32_t>(LeadingCount(v));
+  };
+  LaunchRanks out;
+  if (!get("TORCHELASTIC_RUN_ID").empty() || !get("LOCAL_WORLD_SIZE").empty()) {
+    out = {rank_of(get("RANK")), LeadingCount(get("LOCAL_WORLD_SIZE")),
+           LeadingCount(get("WORLD_SIZE"))};
+  } else if (!get("SLURM_JOB_ID").empty()) {
+    out.rank = rank_of(get("SLURM_PROCID"));
+    out.world_size = LeadingCount(get("SLURM_NTASKS"));
+    // "4" or "4(x2)": every node of the step runs 4; "2,1": this node's share is not said.
+    const std::string per_node = get("SLURM_STEP_TASKS_PER_NODE");
+    if (!per_node.empty() && per_node.find(',') == std::string::npos) {
+      out.local_size = LeadingCount(per_node);
+    } else if (get("SLURM_NNODES") == "1" || get("SLURM_STEP_NUM_NODES") == "1") {
+      out.local_size = out.world_size;
+    }
+  } else if (!get("OMPI_COMM_WORLD_SIZE").empty()) {
+    out = {rank_of(get("OMPI_COMM_WORLD_RANK")), LeadingCount(get("OMPI_COMM_WORLD_LOCAL_SIZE")),
+           LeadingCount(get("OMPI_COMM_WORLD_SIZE"))};
+  } else if (!get("PMI_RANK").empty() || !get("PMI_SIZE").empty()) {
+    out = {rank_of(get("PMI_RANK")), LeadingCount(get("MPI_LOCALNRANKS")),
+           LeadingCount(get("PMI_SIZE"))};
+  }
+  return out;
+}
+
 RunAttribution AttributionOf(const std::string& key) {
   static const std::pair<const char*, const char*> kPrefixes[] = {
       {"torchrun:", "torchrun"}, {"slurm:", "slurm"},   {"mpi:", "mpi"},
       {"k8s:pod-", "kubernetes"}, {"cgroup:", "cgroup"}, {"pid:", "process"}};
   for (const auto& [prefix, launcher] : kPrefixes) {
     const std::string p(prefix);
-    if (key.rfind(p, 0) == 0) return {launcher, key.substr(p.size())};
+    if (key.rfind(p, 0) != 0) continue;
+    RunAttribution a{launcher, key.substr(p.size()), ""};
+    if (a.launcher == "slurm") {  // "<job>.<step>" (AutoKey)
+      if (const size_t dot = a.job.find('.'); dot != std::string::npos) {
+        a.step = a.job.substr(dot + 1);
+        a.job.resize(dot);
+      }
+    }
+    return a;
   }
-  return {"env", key};
+  return {"env", key, ""};
+}
+
+RunJobLabels JobLabelsFor(const std::string& proc_root, pid_t pid) {
+  const auto env = ReadEnviron(proc_root, pid);
+  auto first = [&env](std::initializer_list<const char*> names) -> std::string {
+    for (const char* n : names) {
+      auto it = env.find(n);
+      if (it != env.end() && !it->second.empty()) return Sanitize(it->second);
+    }
+    return {};
+  };
+  RunJobLabels out;
+  out.job_name = first({"SEQPOINT_JOB_NAME", "SLURM_JOB_NAME", "PBS_JOBNAME", "LSB_JOBNAME"});
+  out.world_size = first({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"});
+  // A count, not free text: anything else (or an absurd length) is no world size at all.
+  const bool digits = !out.world_size.empty() && out.world_size.size() <= 9 &&
+                      out.world_size.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) out.world_size.clear();
+  return out;
+}
+
+std::string NodeName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return {};
+  return Sanitize(host);
 }
 
 }  // namespace seqpoint::daemon

@@ -37,7 +37,34 @@ std::string RunKeyFor(const RunGroupBy& group_by, const std::string& proc_root, 
 struct RunAttribution {
   std::string launcher;
   std::string job;
+  std::string step;  // a Slurm job step ("slurm:<job>.<step>"); empty otherwise
 };
 RunAttribution AttributionOf(const std::string& run_key);
+
+// What the launcher says of the job beyond its id, read from a rank's environment: its name
+// (SEQPOINT_JOB_NAME, SLURM_JOB_NAME, PBS_JOBNAME, LSB_JOBNAME) and world size (WORLD_SIZE,
+// SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE; digits only). Sanitized and bounded like the
+// run key (labels: docs/metrics.md, cardinality); empty when not set or unreadable.
+struct RunJobLabels {
+  std::string job_name;
+  std::string world_size;
+};
+RunJobLabels JobLabelsFor(const std::string& proc_root, pid_t pid);
+
+// This node's name for the `node` label: SLURMD_NODENAME is per process, so the host name
+// (gethostname), sanitized and bounded.
+std::string NodeName();
+
+// What its launcher tells a rank: its rank, the ranks of its job on this node and in all
+// (torchrun: RANK, LOCAL_WORLD_SIZE, WORLD_SIZE; Slurm: SLURM_PROCID, SLURM_STEP_TASKS_PER_NODE
+// when every node runs as many, SLURM_NTASKS; Open MPI: OMPI_COMM_WORLD_RANK, _LOCAL_SIZE,
+// _SIZE; MPICH/Hydra: PMI_RANK, MPI_LOCALNRANKS, PMI_SIZE), in the order of RunKeyFor. A job on
+// one node (SLURM_NNODES = 1) runs all its ranks here. -1 and 0: not said.
+struct LaunchRanks {
+  int32_t rank = -1;
+  uint32_t local_size = 0;
+  uint32_t world_size = 0;
+};
+LaunchRanks LaunchRanksOf(const std::string& proc_root, pid_t pid);
 
 }  // namespace seqpoint::daemon

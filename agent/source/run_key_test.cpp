@@ -102,9 +102,41 @@ TEST_CASE("run key: a Kubernetes pod from its cgroup path, both cgroup drivers")
 }  // namespace seqpoint::daemon
 
 namespace seqpoint::daemon {
+TEST_CASE("run key: a rank's number and its job's size on this node, as its launcher says") {
+  auto ranks_of = [](const std::vector<std::string>& env) {
+    Child c(env);
+    return LaunchRanksOf("/proc", c.pid());
+  };
+  LaunchRanks t = ranks_of({"TORCHELASTIC_RUN_ID=j", "RANK=3", "LOCAL_WORLD_SIZE=4",
+                            "WORLD_SIZE=8", "SLURM_JOB_ID=5", "SLURM_NTASKS=2"});
+  CHECK(t.rank == 3);
+  CHECK(t.local_size == 4);  // torchrun under Slurm: torchrun's numbers
+  CHECK(t.world_size == 8);
+  LaunchRanks s = ranks_of({"SLURM_JOB_ID=5", "SLURM_PROCID=0", "SLURM_NTASKS=8",
+                            "SLURM_STEP_TASKS_PER_NODE=4(x2)"});
+  CHECK(s.rank == 0);
+  CHECK(s.local_size == 4);
+  CHECK(s.world_size == 8);
+  // Nodes that run different counts: this node's share is not said; one node runs them all.
+  CHECK(ranks_of({"SLURM_JOB_ID=5", "SLURM_NTASKS=3", "SLURM_STEP_TASKS_PER_NODE=2,1"})
+            .local_size == 0);
+  CHECK(ranks_of({"SLURM_JOB_ID=5", "SLURM_NTASKS=3", "SLURM_NNODES=1"}).local_size == 3);
+  LaunchRanks m = ranks_of({"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                            "OMPI_COMM_WORLD_LOCAL_SIZE=2"});
+  CHECK(m.rank == 1);
+  CHECK(m.local_size == 2);
+  CHECK(ranks_of({"PMI_RANK=2", "PMI_SIZE=4", "MPI_LOCALNRANKS=4"}).local_size == 4);
+  LaunchRanks none = ranks_of({"SEQPOINT_RUN_ID=x", "RANK=oops"});
+  CHECK(none.rank == -1);
+  CHECK(none.local_size == 0);
+  CHECK(ranks_of({"TORCHELASTIC_RUN_ID=j", "RANK=x1"}).rank == -1);
+}
+
 TEST_CASE("run key: launcher and job read back for labels") {
   CHECK(AttributionOf("slurm:4242.3").launcher == "slurm");
-  CHECK(AttributionOf("slurm:4242.3").job == "4242.3");
+  CHECK(AttributionOf("slurm:4242.3").job == "4242");
+  CHECK(AttributionOf("slurm:4242.3").step == "3");
+  CHECK(AttributionOf("slurm:4242").step == "");
   CHECK(AttributionOf("torchrun:abc").launcher == "torchrun");
   CHECK(AttributionOf("k8s:pod-1f2e").job == "1f2e");
   CHECK(AttributionOf("pid:12:34").launcher == "process");

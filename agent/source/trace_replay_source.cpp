@@ -88,6 +88,22 @@ void TraceReplaySource::EmitRow(Proc& p) {
   ++p.next_row;
 }
 
+bool TraceReplaySource::Reborn(Proc& p) {
+  if (p.round + 1 >= options_.repeat) return false;
+  if (next_pid_ == 0) {
+    for (const Proc& q : procs_) next_pid_ = std::max(next_pid_, q.spec.pid + 1);
+  }
+  const std::string key =
+      p.round == 0 ? p.spec.run_key : p.spec.run_key.substr(0, p.spec.run_key.rfind('#'));
+  ++p.round;
+  p.spec.run_key = key + "#" + std::to_string(p.round);
+  p.spec.pid = next_pid_++;
+  p.next_row = p.spec.first_row;
+  p.exited = false;
+  sink_->OnProcessFound(ProcessInfo{p.spec.pid, 0, "replay", p.spec.run_key});
+  return true;
+}
+
 void TraceReplaySource::Step() {
   if (stopped_ || sink_ == nullptr) return;
   bool any = false;
@@ -106,6 +122,7 @@ void TraceReplaySource::Step() {
       x.mid_iteration = p.spec.crash_at_end;
       if (p.spec.crash_at_end) x.signal = 11;
       sink_->OnProcessExit(x);
+      if (Reborn(p)) any = true;
     } else {
       any = true;
     }

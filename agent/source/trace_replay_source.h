@@ -42,6 +42,9 @@ struct ReplayProcess {
 struct ReplayOptions {
   uint32_t rows_per_step = 64;  // rows per process per posted step
   int64_t step_delay_us = 0;    // pause between steps (0: as fast as the loop allows)
+  // Each process, once it exits, comes back this many times less one as a new process (a new
+  // pid) of a new run, "<key>#<n>": many runs from one trace in memory (bench/soak.py).
+  uint64_t repeat = 1;
 };
 
 class TraceReplaySource : public IterationSource {
@@ -70,12 +73,15 @@ class TraceReplaySource : public IterationSource {
     uint64_t next_row = 0;
     uint64_t clock_ns = 0;
     bool exited = false;
+    uint64_t round = 0;  // of options.repeat
     std::vector<collectors::Sample> current;
   };
   TraceReplaySource(boost::asio::io_context& io, ReplayOptions options)
       : io_(io), timer_(io), options_(options) {}
   void Step();
   void EmitRow(Proc& p);
+  // Starts the process's next round (ReplayOptions::repeat); false when none is left.
+  bool Reborn(Proc& p);
 
   boost::asio::io_context& io_;
   boost::asio::steady_timer timer_;
@@ -86,6 +92,7 @@ class TraceReplaySource : public IterationSource {
   bool stopped_ = false;
   bool finished_ = false;
   uint64_t events_ = 0;
+  pid_t next_pid_ = 0;  // for reborn processes, above every pid given
   std::function<void()> on_finished_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 

@@ -83,6 +83,10 @@ struct Projection {
   // False when the measured samples cannot bound the metric (too few events, or one sample
   // outweighs the rest): `high` is then +inf and the total a floor, not an estimate.
   bool bounded = true;
+  // The part of total/low/high that stands for the run's unobserved iterations (agent down,
+  // events lost): estimated from the observed ones, widened by how the run's cost moved over
+  // time (docs/estimators.md). 0 when every iteration was observed.
+  double gap_total = 0, gap_low = 0, gap_high = 0;
 };
 
 // One iteration as the selector was fed it, in order: replaying these rebuilds the selector's

@@ -163,9 +163,16 @@ Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::mi
   // Read-only, no checkpoint on close: the check never writes the WAL into a damaged file nor
   // deletes it, so what is moved aside is what was found.
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  Deadline deadline{std::chrono::steady_clock::now() + limit};
   auto fail = [&](int code) -> Result<SqliteFileCheck> {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
     sqlite3_close_v2(db);
+    // Interrupted by the deadline, also while the schema is read at prepare: not checked.
+    if ((code & 0xff) == SQLITE_INTERRUPT && deadline.hit) {
+      out.verdict = SqliteFileCheck::Verdict::kUnchecked;
+      out.detail = "quick_check ran past " + std::to_string(limit.count()) + " ms";
+      return out;
+    }
     if (IsDamage(code)) {
       out.verdict = SqliteFileCheck::Verdict::kDamaged;
       out.detail = msg;
@@ -178,7 +185,6 @@ Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::mi
   sqlite3_extended_result_codes(db, 1);
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_busy_timeout(db, 5000);
-  Deadline deadline{std::chrono::steady_clock::now() + limit};
   sqlite3_progress_handler(db, 100, PastDeadline, &deadline);
   sqlite3_stmt* stmt = nullptr;
   rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &stmt, nullptr);
@@ -192,15 +198,7 @@ Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::mi
     if (rows++ < 3) problems += (problems.empty() ? "" : "; ") + row;
   }
   sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
-    if ((rc & 0xff) == SQLITE_INTERRUPT && deadline.hit) {
-      sqlite3_close_v2(db);
-      out.verdict = SqliteFileCheck::Verdict::kUnchecked;
-      out.detail = "quick_check ran past " + std::to_string(limit.count()) + " ms";
-      return out;
-    }
-    return fail(rc);
-  }
+  if (rc != SQLITE_DONE) return fail(rc);
   sqlite3_close_v2(db);
   if (rows > 0) {
     out.verdict = SqliteFileCheck::Verdict::kDamaged;

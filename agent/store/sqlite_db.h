@@ -63,6 +63,9 @@ class SqliteDb {
   int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
   const std::string& path() const { return path_; }
+  // True when SQLite opened the file read-only (a file it may not write: it says so only at
+  // the first write, "attempt to write a readonly database").
+  bool read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

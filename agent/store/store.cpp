@@ -78,6 +78,20 @@ ALTER TABLE projections ADD COLUMN steady_high REAL;
 ALTER TABLE projections ADD COLUMN bounded INTEGER NOT NULL DEFAULT 1;
 )sql";
 
+// v4: the part of each whole-run total that stands for iterations never observed (the gap).
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE projections ADD COLUMN gap_total REAL NOT NULL DEFAULT 0;
+ALTER TABLE projections ADD COLUMN gap_low REAL NOT NULL DEFAULT 0;
+ALTER TABLE projections ADD COLUMN gap_high REAL NOT NULL DEFAULT 0;
+)sql";
+
+// v5: a checkpoint of each active run's selector, so its iteration log stays short.
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE run_checkpoint(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  iterations INTEGER NOT NULL, updated_ns INTEGER NOT NULL, data BLOB NOT NULL);
+)sql";
+
 std::string JoinInts(const auto& values) {
   std::string out;
   for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -240,35 +254,42 @@ Status Store::Migrate() {
   if (version < 1) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV1));
   if (version < 2) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV2));
   if (version < 3) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV3));
+  if (version < 4) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV4));
+  if (version < 5) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV5));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
   return tx.Commit();
 }
 
-Result<int64_t> Store::CreateRun(const RunRecord& run) {
+Result<int64_t> Store::CreateRunTx(const RunRecord& run) {
   auto s = db_->Prepare(
-      "INSERT INTO runs(key, state, end_reason, started_ns, updated_ns, pids) "
-      "VALUES(?, ?, ?, ?, ?, ?)");
+      "INSERT INTO runs(id, key, state, end_reason, started_ns, updated_ns, pids) "
+      "VALUES(NULLIF(?, 0), ?, ?, ?, ?, ?, ?)");
   if (!s.ok()) return s.status();
-  (*s)->Bind(1, run.key).Bind(2, RunStateName(run.state)).Bind(3, run.end_reason);
-  (*s)->Bind(4, run.started_unix_ns).Bind(5, run.updated_unix_ns).Bind(6, JoinInts(run.pids));
+  (*s)->Bind(1, run.id).Bind(2, run.key).Bind(3, RunStateName(run.state)).Bind(4, run.end_reason);
+  (*s)->Bind(5, run.started_unix_ns).Bind(6, run.updated_unix_ns).Bind(7, JoinInts(run.pids));
   SEQPOINT_RETURN_IF_ERROR((*s)->Run());
   return db_->LastInsertRowId();
 }
 
-Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& measurements,
-                      const std::vector<BinCostRow>& cost_deltas,
-                      const std::vector<IterationLogEntry>& new_log) {
+Status Store::SaveRunTx(const RunSnapshot& snap, const std::vector<Measurement>& measurements,
+                        const std::vector<BinCostRow>& cost_deltas,
+                        const std::vector<IterationLogEntry>& new_log,
+                        const std::string* checkpoint) {
   const RunRecord& r = snap.run;
   SqliteTransaction tx(*db_);
   SEQPOINT_RETURN_IF_ERROR(tx.Begin());
+  // Created here when CreateRun could not write it (a store that was read-only then).
   auto run = db_->Prepare(
-      "UPDATE runs SET state=?, end_reason=?, updated_ns=?, ended_ns=?, pids=?, iterations=?, "
-      "max_iter=?, unobserved=? WHERE id=?");
+      "INSERT INTO runs(id, key, started_ns, state, end_reason, updated_ns, ended_ns, pids, "
+      "iterations, max_iter, unobserved) VALUES(?10, ?11, ?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+      "ON CONFLICT(id) DO UPDATE SET state=?1, end_reason=?2, updated_ns=?3, ended_ns=?4, "
+      "pids=?5, iterations=?6, max_iter=?7, unobserved=?8");
   if (!run.ok()) return run.status();
   (*run)->Bind(1, RunStateName(r.state)).Bind(2, r.end_reason).Bind(3, r.updated_unix_ns);
   (*run)->Bind(4, r.ended_unix_ns).Bind(5, JoinInts(r.pids)).Bind(6, int64_t(r.iterations));
-  (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved)).Bind(9, r.id);
+  (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved));
+  (*run)->Bind(10, r.id).Bind(11, r.key).Bind(12, r.started_unix_ns);
   SEQPOINT_RETURN_IF_ERROR((*run)->Run());
 
   auto hist = db_->Prepare(
@@ -291,8 +312,8 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
   }
   auto proj = db_->Prepare(
       "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
-      "measured, updated_ns, perturbed, steady_total, steady_low, steady_high, bounded) "
-      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "measured, updated_ns, perturbed, steady_total, steady_low, steady_high, bounded, "
+      "gap_total, gap_low, gap_high) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!proj.ok()) return proj.status();
   for (const Projection& p : snap.projections) {
     (*proj)->Bind(1, r.id).Bind(2, p.metric).Bind(3, p.unit).Bind(4, p.total).Bind(5, p.low);
@@ -300,6 +321,7 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
     (*proj)->Bind(9, r.updated_unix_ns).Bind(10, int64_t(p.perturbed ? 1 : 0));
     (*proj)->Bind(11, p.steady_total).Bind(12, p.steady_low).Bind(13, p.steady_high);
     (*proj)->Bind(14, int64_t(p.bounded ? 1 : 0));
+    (*proj)->Bind(15, p.gap_total).Bind(16, p.gap_low).Bind(17, p.gap_high);
     SEQPOINT_RETURN_IF_ERROR((*proj)->Run());
   }
   auto meas = db_->Prepare("INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -310,13 +332,7 @@ Status Store::SaveRun(const RunSnapshot& snap, const std::vector<Measurement>& m
     (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value);
     SEQPOINT_RETURN_IF_ERROR((*meas)->Run());
   }
-  if (!new_log.empty()) {
-    auto log = db_->Prepare("INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
-    if (!log.ok()) return log.status();
-    (*log)->Bind(1, r.id).Bind(2, int64_t(new_log.size()));
-    (*log)->BindBlob(3, new_log.data(), new_log.size() * sizeof(IterationLogEntry));
-    SEQPOINT_RETURN_IF_ERROR((*log)->Run());
-  }
+  SEQPOINT_RETURN_IF_ERROR(SaveLog(r, new_log, checkpoint));
   auto cost = db_->Prepare(
       "INSERT INTO bin_cost VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(bin_lo, metric, day) DO "
       "UPDATE SET n = n + excluded.n, sum = sum + excluded.sum, sumsq = sumsq + excluded.sumsq");
@@ -389,7 +405,7 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
   }
   auto j = db_->Prepare(
       "SELECT metric, unit, total, low, high, actual, measured, perturbed, steady_total, "
-      "steady_low, steady_high, bounded FROM projections "
+      "steady_low, steady_high, bounded, gap_total, gap_low, gap_high FROM projections "
       "WHERE run_id=? ORDER BY metric");
   if (!j.ok()) return j.status();
   (*j)->Bind(1, id);
@@ -404,6 +420,9 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     p.steady_low = (*j)->Double(9);
     p.steady_high = (*j)->Double(10);
     p.bounded = (*j)->Int(11) != 0;
+    p.gap_total = (*j)->Double(12);
+    p.gap_low = (*j)->Double(13);
+    p.gap_high = (*j)->Double(14);
     snap.projections.push_back(std::move(p));
   }
   return snap;

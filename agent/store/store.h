@@ -5,7 +5,16 @@
 //
 // Restart resumes: every active run, with its histogram, SeqPoints and measurements, is read back
 // by LoadRun(). Writes are batched by the caller (one transaction per flush), so a SIGKILL loses
-// at most one flush interval of histogram counts, never a consistent state.
+// at most one flush interval (daemon.flush_interval_ms: the durability window, docs/config.md)
+// of iterations, never a consistent state.
+//
+// Bounded (docs/bounds.md): an active run's iteration log is replaced by a checkpoint of its
+// selector every so many entries (SaveRun's checkpoint), and a closed run's log and checkpoint
+// are dropped (a closed run never resumes).
+//
+// Writes that fail (a read-only file, a full disk) are tracked in write_health(): the daemon
+// reports itself unhealthy, keeps its runs in memory and retries (RetryWritable reopens a
+// connection that SQLite opened read-only).
 //
 // Threads: used from the io_context thread only.
 #pragma once
@@ -26,7 +35,9 @@
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 3;  // 2: energy sums, perturbed; 3: steady state, bounded
+inline constexpr int kStoreSchemaVersion = 5;  // 2: energy sums, perturbed; 3: steady state,
+                                               // bounded; 4: the unobserved gap;
+                                               // 5: selector checkpoints
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {
@@ -65,6 +76,15 @@ struct StoreRecovery {
   std::string Describe() const;
 };
 
+// Whether the store's writes succeed: the daemon's health (status, /metrics) follows it.
+struct StoreWriteHealth {
+  bool writable = true;             // the last write succeeded (or none failed yet)
+  std::string error;                // the last failed write's error
+  int64_t failures = 0;             // failed writes since the store was opened
+  int64_t failing_since_unix_ns = 0;  // when the current stretch of failures began (0: none)
+  uint64_t changes = 0;             // bumped at each change of `writable` (log once per change)
+};
+
 struct StoreOptions {
   // PRAGMA quick_check at open stops after this long; the file is then used unchecked.
   std::chrono::milliseconds check_limit{10000};
@@ -89,13 +109,28 @@ class Store {
   // Set when the check at open ran past its limit (the file was used unchecked).
   const std::string& check_skipped() const { return check_skipped_; }
 
-  // Runs.
+  // Runs. CreateRun takes run.id when it is set (the daemon numbers its runs itself, so a run
+  // exists before the store could write it), else the next free one.
   Result<int64_t> CreateRun(const RunRecord& run);
-  // One transaction: the run row, its histogram, SeqPoints and projections (replacing what was
-  // stored), the new measurements and the bin-cost deltas.
+  // The id after every run in the store.
+  Result<int64_t> NextRunId();
+  // One transaction: the run row (created when missing), its histogram, SeqPoints and
+  // projections (replacing what was stored), the new measurements and the bin-cost deltas, and
+  // the iteration log. With a checkpoint (a selector image covering every iteration so far),
+  // it replaces the run's log, which then holds only new_log. A run that is no longer active
+  // keeps neither log nor checkpoint.
   Status SaveRun(const RunSnapshot& snapshot, const std::vector<Measurement>& new_measurements,
                  const std::vector<BinCostRow>& cost_deltas,
-                 const std::vector<IterationLogEntry>& new_log = {});
+                 const std::vector<IterationLogEntry>& new_log = {},
+                 const std::string* checkpoint = nullptr);
+  // The run's last checkpoint ("" when none): replay its iteration log on top of it.
+  Result<std::string> LoadCheckpoint(int64_t run_id);
+  // Iteration-log entries and checkpoint bytes stored, over every run (for /metrics and bounds).
+  struct LogStats {
+    int64_t entries = 0;
+    int64_t checkpoint_bytes = 0;
+  };
+  Result<LogStats> IterationLogStats();
   Result<std::vector<RunRecord>> ListRuns(bool active_only, int64_t limit);
   Result<RunSnapshot> LoadRun(int64_t id);
   Result<std::vector<Measurement>> LoadMeasurements(int64_t run_id);
@@ -108,6 +143,9 @@ class Store {
   Result<std::vector<BinCostRow>> QueryBinCost(uint32_t seq_len, const std::string& metric,
                                                int64_t since_day);
   Status PruneHistory(int64_t before_day);
+  // Deletes closed runs (with their rows in every table) beyond the `keep` most recent ones;
+  // active runs are never touched. Returns how many were deleted.
+  Result<int64_t> PruneClosedRuns(int64_t keep);
 
   // Upload spool: at-least-once; a batch is deleted only once the endpoint acknowledged it.
   // Push drops the oldest batches while the spool would exceed max_bytes and returns how many.
@@ -121,11 +159,28 @@ class Store {
   Result<int64_t> GetCounter(const std::string& name);
   Status AddCounter(const std::string& name, int64_t delta);
 
+  // Write health (store_health.cpp). CheckWritable writes a row of `meta` and says whether
+  // that worked; RetryWritable reopens the connection when SQLite opened the file read-only
+  // (it never upgrades one) and checks again. Both update write_health().
+  const StoreWriteHealth& write_health() const { return health_; }
+  Status CheckWritable();
+  Status RetryWritable();
+
   SqliteDb& db() { return *db_; }
 
  private:
   explicit Store(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   Status Migrate();
+  // Records a write's outcome in health_ and returns it.
+  Status Track(Status st);
+  Status SaveRunTx(const RunSnapshot& snapshot, const std::vector<Measurement>& new_measurements,
+                   const std::vector<BinCostRow>& cost_deltas,
+                   const std::vector<IterationLogEntry>& new_log, const std::string* checkpoint);
+  Result<int64_t> CreateRunTx(const RunRecord& run);
+  // The iteration log and checkpoint part of SaveRun (store_log.cpp), inside its transaction.
+  Status SaveLog(const RunRecord& run, const std::vector<IterationLogEntry>& new_log,
+                 const std::string* checkpoint);
+  StoreWriteHealth health_;
   std::unique_ptr<SqliteDb> db_;
   std::unique_ptr<StateDirLock> lock_;
   std::optional<StoreRecovery> recovery_;

@@ -46,6 +46,17 @@ Status Store::PruneHistory(int64_t before_day) {
   return db_->Exec("DELETE FROM bin_cost WHERE day < " + std::to_string(before_day));
 }
 
+Result<int64_t> Store::PruneClosedRuns(int64_t keep) {
+  // Every table of a run references runs(id) ON DELETE CASCADE (foreign keys are on).
+  auto del = db_->Prepare(
+      "DELETE FROM runs WHERE state != 'active' AND id NOT IN "
+      "(SELECT id FROM runs WHERE state != 'active' ORDER BY id DESC LIMIT ?)");
+  if (!del.ok()) return del.status();
+  (*del)->Bind(1, keep);
+  SEQPOINT_RETURN_IF_ERROR((*del)->Run());
+  return db_->Changes();
+}
+
 Result<int64_t> Store::SpoolPush(const std::string& payload, int64_t samples, int64_t max_bytes) {
   SqliteTransaction tx(*db_);
   SEQPOINT_RETURN_IF_ERROR(tx.Begin());

@@ -160,6 +160,34 @@ TEST_CASE("agent store: SL-bin cost history accumulates per day") {
   CHECK((*store)->QueryBinCost(100, "time_ns", 0)->size() == 1);
 }
 
+TEST_CASE("agent store: closed runs beyond the kept number go with their rows, active ones stay") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 6; ++i) {
+    RunSnapshot s;
+    s.run.key = "run" + std::to_string(i);
+    s.run.id = *(*store)->CreateRun(s.run);
+    s.run.state = i == 0 ? RunState::kActive : RunState::kFinished;  // the oldest still runs
+    s.histogram = {{16, 3, 3e6}};
+    REQUIRE((*store)->SaveRun(s, {{0, 1, 0, 16, 1, "perf:task-clock", "ns", 1e6}}, {}).ok());
+    ids.push_back(s.run.id);
+  }
+  auto pruned = (*store)->PruneClosedRuns(2);
+  REQUIRE(pruned.ok());
+  CHECK(*pruned == 3);
+  auto all = (*store)->ListRuns(false, 100);
+  REQUIRE(all.ok());
+  std::vector<int64_t> left;
+  for (const RunRecord& r : *all) left.push_back(r.id);
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<int64_t>{ids[0], ids[4], ids[5]});
+  CHECK((*store)->LoadMeasurements(ids[1])->empty());  // cascaded
+  CHECK((*store)->LoadMeasurements(ids[5])->size() == 1);
+  CHECK(*(*store)->PruneClosedRuns(2) == 0);
+}
+
 TEST_CASE("agent store: a version 1 database gains the energy and perturbed columns, data kept") {
   testing::TempDir dir;
   int64_t id = 0;
@@ -178,7 +206,11 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
           "ALTER TABLE projections DROP COLUMN steady_total",
           "ALTER TABLE projections DROP COLUMN steady_low",
           "ALTER TABLE projections DROP COLUMN steady_high",
-          "ALTER TABLE projections DROP COLUMN bounded", "PRAGMA user_version = 1"}) {
+          "ALTER TABLE projections DROP COLUMN bounded",
+          "ALTER TABLE projections DROP COLUMN gap_total",
+          "ALTER TABLE projections DROP COLUMN gap_low",
+          "ALTER TABLE projections DROP COLUMN gap_high", "DROP TABLE run_checkpoint",
+          "PRAGMA user_version = 1"}) {
       REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
     }
     REQUIRE(
@@ -196,6 +228,9 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
   s.histogram[0].energy_count = 7;
   s.projections = {{"energy_uj", "uJ", 5e6, 4e6, 6e6, 3.5e6, 2, false},
                    {"perf:cycles", "count", 1e9, 9e8, 1.1e9, NAN, 2, true}};
+  s.projections[1].gap_total = 1e8;
+  s.projections[1].gap_low = 5e7;
+  s.projections[1].gap_high = INFINITY;  // a gap the samples cannot bound
   REQUIRE((*store)->SaveRun(s, {}, {}).ok());
   auto back = (*store)->LoadRun(id);
   REQUIRE(back.ok());
@@ -204,6 +239,10 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
   REQUIRE(back->projections.size() == 2);
   CHECK(!back->projections[0].perturbed);
   CHECK(back->projections[1].perturbed);
+  CHECK(back->projections[0].gap_total == 0);
+  CHECK(back->projections[1].gap_total == 1e8);
+  CHECK(back->projections[1].gap_low == 5e7);
+  CHECK(std::isinf(back->projections[1].gap_high));
 }
 
 namespace {
@@ -310,7 +349,7 @@ TEST_CASE("agent store: the check at open is bounded in time, past it the file i
   testing::TempDir dir;
   WriteStateDb(dir.File("state.db"), 500);  // 2 MB: many thousands of quick_check steps
   auto check = CheckSqliteFile(dir.File("state.db"), std::chrono::milliseconds(0));
-  REQUIRE(check.ok());
+  REQUIRE_MESSAGE(check.ok(), check.status().ToString());
   CHECK(check->verdict == SqliteFileCheck::Verdict::kUnchecked);
   StoreOptions options;
   options.check_limit = std::chrono::milliseconds(0);
@@ -341,4 +380,66 @@ TEST_CASE("agent store: one daemon per state directory, a second is told who hol
   }
   // Released with the Store (and by the kernel when a daemon dies).
   CHECK(Store::Open(dir.File("state.db"), locked).ok());
+}
+
+TEST_CASE("agent store: 4 KiB of garbage in a finished run's page is found at open, moved aside") {
+  testing::TempDir dir;
+  const std::string path = dir.File("state.db");
+  int64_t page = 0, page_size = 4096;
+  {
+    auto store = Store::Open(path);
+    REQUIRE(store.ok());
+    RunRecord r;
+    r.key = "done";
+    const int64_t id = *(*store)->CreateRun(r);
+    RunSnapshot s = SampleRun(id);
+    for (uint32_t sl = 1; sl < 400; ++sl) s.histogram.push_back({sl + 1000, sl, 1e6 * sl});
+    s.run.state = RunState::kFinished;
+    REQUIRE((*store)->SaveRun(s, {}, {}).ok());
+    // The page of the histogram's b-tree that holds the run's last rows.
+    auto q = (*store)->db().Prepare(
+        "SELECT MAX(pageno), (SELECT page_size FROM pragma_page_size) FROM dbstat "
+        "WHERE name='histogram'");
+    REQUIRE(q.ok());
+    REQUIRE(*(*q)->Step());
+    page = (*q)->Int(0);
+    page_size = (*q)->Int(1);
+  }
+  REQUIRE(page > 1);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((page - 1) * page_size);
+    std::string junk(static_cast<size_t>(page_size), '\0');
+    uint32_t x = 12345;
+    for (char& c : junk) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = Store::Open(path);
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  REQUIRE((*store)->recovery());
+  CHECK(!(*store)->recovery()->reason.empty());  // SQLite's words: malformed, or quick_check rows
+  CHECK((*store)->ListRuns(false, 10)->empty());  // a fresh database, never the damaged one
+}
+
+TEST_CASE("agent store: a checkpoint replaces the log, and a closed run keeps neither") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunSnapshot s = SampleRun(0);
+  s.run.id = 5;  // numbered by the daemon: the row is created by the save
+  std::vector<IterationLogEntry> log(100, {100, 12, 0, 1, 1, 12.0, 1e6});
+  REQUIRE((*store)->SaveRun(s, {}, {}, log).ok());
+  CHECK((*store)->LoadRun(5)->run.key == "job-7");
+  CHECK((*store)->IterationLogStats()->entries == 100);
+  const std::string image = "checkpoint bytes";
+  std::vector<IterationLogEntry> after(3, {100, 40, 1, 1, 1, 40.0, 2e6});
+  REQUIRE((*store)->SaveRun(s, {}, {}, after, &image).ok());
+  CHECK((*store)->LoadIterationLog(5)->size() == 3);
+  CHECK(*(*store)->LoadCheckpoint(5) == image);
+  CHECK(*(*store)->NextRunId() == 6);
+  s.run.state = RunState::kFinished;
+  REQUIRE((*store)->SaveRun(s, {}, {}, after).ok());
+  CHECK((*store)->LoadIterationLog(5)->empty());
+  CHECK((*store)->LoadCheckpoint(5)->empty());
+  CHECK((*store)->IterationLogStats()->entries == 0);
 }

@@ -1,11 +1,14 @@
 // Test helper: the seqpointd binary run as a child process with its paths in a temporary
-// directory, /metrics on a free port and stderr in a log file; killed when the object goes.
+// directory, /metrics on a free port and stderr in a log file; killed when the object goes, and
+// then the probes it pinned (probes.pin_dir, per state dir) are removed with `seqpointd --unpin`:
+// no daemon comes back to a test's temporary state, unless the test says one will (KeepPins).
 #pragma once
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,9 @@ namespace seqpoint::daemon::testing {
 class Seqpointd {
  public:
   Seqpointd(const TempDir& dir, std::vector<std::string> args, const std::string& log_name)
-      : log_(dir.File(log_name)), socket_(dir.path() + "/run/control.sock") {
+      : log_(dir.File(log_name)),
+        socket_(dir.path() + "/run/control.sock"),
+        state_dir_(dir.path() + "/state") {
     args.insert(args.begin(),
                 {SeqpointdBinary(), "--state-dir", dir.path() + "/state", "--runtime-dir",
                  dir.path() + "/run", "--metrics-listen", "127.0.0.1:" + std::to_string(port_)});
@@ -36,6 +41,15 @@ class Seqpointd {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    if (!keep_pins_) Unpin();
+  }
+  // A next daemon on the same state will adopt the pinned probes: leave them at destruction.
+  void KeepPins() { keep_pins_ = true; }
+  // Removes the probes this daemon's state left pinned (seqpointd --unpin).
+  void Unpin() const {
+    std::string cmd =
+        "'" + SeqpointdBinary() + "' --state-dir '" + state_dir_ + "' --unpin >/dev/null";
+    (void)!std::system(cmd.c_str());
   }
   bool Ready() {
     return WaitFor([&] {
@@ -88,6 +102,8 @@ class Seqpointd {
  private:
   std::string log_;
   std::string socket_;
+  std::string state_dir_;
+  bool keep_pins_ = false;
   int port_ = FreePort();
   pid_t pid_ = -1;
 };

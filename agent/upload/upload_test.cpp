@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/testing/prometheus_server.h"
 #include "agent/upload/remote_write_encode.h"
@@ -156,4 +158,90 @@ TEST_CASE("agent upload: endpoint down for the whole run, then back: every proje
   json count = prom.Query("count_over_time(seqpoint_run_iterations_total[1h])");
   REQUIRE(count.size() == 1);
   CHECK(std::stoi(count[0]["value"][1].get<std::string>()) >= 3);
+}
+
+TEST_CASE("agent upload: after an outage the spool drains within seconds of the endpoint's return") {
+  if (!HavePrometheus()) {
+    MESSAGE("skipped: prometheus not installed (scripts/setup.sh installs it)");
+    return;
+  }
+  TempDir dir;
+  const int port = FreePort();
+  DaemonConfig cfg = DaemonHarness::TestConfig(dir);  // the default backoff: 500 ms to 5 s
+  cfg.upload_url = "http://127.0.0.1:" + std::to_string(port) + "/api/v1/write";
+  cfg.upload_interval_s = 1;
+  ReplaySpec spec;
+  spec.exit_at_end = false;  // the run stays active: a batch is spooled every second
+  spec.max_rows = 300;
+  DaemonHarness h;
+  REQUIRE(h.Start(cfg, ReplayParts(1, spec)).ok());
+  // Down long enough for the retry delay to reach its cap (0.5 + 1 + 2 + 4 s, then 5 s).
+  REQUIRE(WaitFor([&] {
+    json s = Status(h);
+    return s.is_object() && s["upload"]["backoff_ms"].get<int64_t>() >= 5000 &&
+           s["upload"]["spool_batches"].get<int64_t>() >= 5;
+  }));
+  const int64_t queued = Status(h)["upload"]["spool_batches"].get<int64_t>();
+  PrometheusServer prom(dir, port);
+  REQUIRE(prom.WaitReady());
+  const auto back = std::chrono::steady_clock::now();
+  REQUIRE(WaitFor([&] {
+    json s = Status(h);
+    return s.is_object() && s["upload"]["sent_batches"].get<int64_t>() >= queued &&
+           s["upload"]["spool_batches"].get<int64_t>() <= 1;  // the next second's may wait
+  }));
+  const double drain_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count();
+  MESSAGE("spool of " << queued << " batches drained " << drain_s
+                      << " s after the endpoint was ready (upload.backoff_max_s = 5)");
+  CHECK(drain_s < 15);  // the cap plus its jitter (6 s), and a loaded machine's slack
+  json after = Status(h);
+  CHECK(after["upload"]["backoff_ms"] == 0);
+  CHECK(after["upload"]["dropped_batches"] == 0);
+}
+
+TEST_CASE("agent upload: a damaged spool is moved aside, counted, and no restart loop follows") {
+  TempDir dir;
+  DaemonConfig cfg = DaemonHarness::TestConfig(dir);
+  cfg.upload_url = "http://127.0.0.1:" + std::to_string(FreePort()) + "/api/v1/write";
+  const std::string db = cfg.StateDbPath();
+  std::filesystem::create_directories(cfg.state_dir);
+  {
+    // A spool of 60 unsent batches (4 KB each), written last: the file's tail is its pages.
+    auto store = Store::Open(db);
+    REQUIRE(store.ok());
+    for (int i = 0; i < 60; ++i) {
+      REQUIRE((*store)->SpoolPush(std::string(4000, 'a' + i % 26), 1, 1 << 30).ok());
+    }
+  }
+  const auto size = std::filesystem::file_size(db);
+  REQUIRE(size > 40 * 4096);
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 16 * 4096));
+    std::string junk(8 * 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto corrupt = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(cfg.state_dir)) {
+      const std::string name = e.path().filename().string();
+      n += name.rfind("state.db.corrupt-", 0) == 0 && name.find('-', 17) == std::string::npos;
+    }
+    return n;
+  };
+  for (int start = 0; start < 2; ++start) {
+    CAPTURE(start);
+    DaemonHarness h;
+    REQUIRE(h.Start(cfg, ReplayParts(1, ReplaySpec{})).ok());
+    // The daemon runs: the damaged file kept aside with its time, a fresh spool in its place.
+    json s = Status(h);
+    REQUIRE(s.is_object());
+    CHECK(s["upload"]["spool_batches"].get<int64_t>() < 60);
+    CHECK(corrupt() == 1);  // once: the second start finds a sound file and moves nothing
+    HttpResult m = HttpGet("127.0.0.1", h.metrics_port(), "/metrics");
+    CHECK(m.body.find(std::string("seqpoint_store_recoveries_total ") + (start == 0 ? "1" : "0")) !=
+          std::string::npos);
+    h.Stop();
+  }
 }

@@ -7,6 +7,10 @@
 // timeout, TLS, 5xx, 429, and 401/403/404/407: the config is wrong, not the batch) retry the same
 // batch with exponential backoff from upload.backoff_initial_ms
 // doubling to upload.backoff_max_s, with +-20% jitter so a fleet does not retry in lockstep.
+// Each retry is also the probe of whether the endpoint is back, so the cap is low (5 s by
+// default, Prometheus' own remote-write max_backoff): after an outage of any length the spool
+// starts draining within ~6 s of the endpoint's return (a 300 s cap once meant minutes), at the
+// cost of one small request per node every few seconds while the endpoint is down.
 // The spool survives restarts; it is bounded by upload.spool_max_bytes, dropping the oldest
 // batches first (counted; see store_spool.cpp). Sending stays ordered, so each series' samples
 // reach the endpoint in timestamp order, as Prometheus requires.
@@ -43,7 +47,7 @@ struct UploaderOptions {
   int64_t interval_s = 15;
   int64_t timeout_s = 10;
   int64_t backoff_initial_ms = 500;
-  int64_t backoff_max_s = 300;
+  int64_t backoff_max_s = 5;
   int64_t spool_max_bytes = 64 << 20;
   int64_t batch_max_samples = 2000;
   Labels labels;  // added to every series

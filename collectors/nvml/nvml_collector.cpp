@@ -110,6 +110,11 @@ Result<std::vector<Sample>> NvmlCollector::End() {
     }
     answered += out.size() > before;
   }
+  // A profiler holds a GPU (NVML_ERROR_IN_USE, collector.h): the whole reading is void, and
+  // the agent backs off instead of reading around it every iteration.
+  if (warnings_.find(kCountersBusyMarker) != std::string::npos) {
+    return CountersBusy("nvml: " + warnings_);
+  }
   if (answered == 0) {
     return Unavailable("nvml: no GPU answered: " +
                        (last_error.ok() ? warnings_ : last_error.message()));

@@ -116,6 +116,17 @@ TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still coun
   CHECK(lost.status().message().find("GPU is lost") != std::string::npos);
 }
 
+TEST_CASE("nvml: a GPU in use by a profiler makes the reading void, marked counters busy") {
+  FakeEnv env{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_IN_USE_AFTER", "1"}};
+  NvmlCollector nvml(Fake());
+  REQUIRE(nvml.Open({0, ""}).ok());
+  REQUIRE(nvml.Begin().ok());  // energy read 1
+  auto r = nvml.End();         // read 2: NVML_ERROR_IN_USE
+  REQUIRE(!r.ok());
+  CHECK(IsCountersBusy(r.status()));  // the run manager backs off (collector_backoff.h)
+  CHECK(r.status().message().find("In use by another client") != std::string::npos);
+}
+
 TEST_CASE("nvml: device selection by index or PCI address") {
   FakeEnv env{{"FAKE_NVML_DEVICES", "2"}};
   NvmlCollector by_index(Fake());

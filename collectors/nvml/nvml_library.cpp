@@ -1,5 +1,7 @@
 #include "collectors/nvml/nvml_library.h"
 
+#include "collectors/collector.h"
+
 #include <dlfcn.h>
 
 #include <cctype>
@@ -116,8 +118,9 @@ Status NvmlLibrary::Check(nvmlReturn_t r, const char* call, const NvmlDevice* d)
     case NVML_ERROR_RESET_REQUIRED:
     case NVML_ERROR_IRQ_ISSUE:
     case NVML_ERROR_NO_DATA:
-    case NVML_ERROR_IN_USE:
       return Unavailable(m);
+    case NVML_ERROR_IN_USE:  // another tool (a profiler) holds the counters
+      return CountersBusy(m);
     case NVML_ERROR_NOT_FOUND:
       return NotFound(m);
     default:

@@ -136,6 +136,7 @@ Status PerfCollector::Open(const Target& target) {
   std::map<std::string, PerfEventSpec> hw_specs;
   std::vector<std::string> hw_names;
   for (const std::string& name : options_.events) {
+    if (std::find(in_probes_.begin(), in_probes_.end(), name) != in_probes_.end()) continue;
     Result<PerfEventSpec> spec = ParsePerfEvent(name);
     if (!spec.ok()) {
       rejected_.push_back({name, spec.status()});
@@ -163,6 +164,11 @@ Status PerfCollector::Open(const Target& target) {
   for (const RejectedEvent& r : hardware_groups_.rejected) rejected_.push_back(r);
   if (!hardware_.empty() && options_.pmu_trap_check) LeaveOutTrappingHardware();
 
+  if (software_.empty() && hardware_.empty() && !in_probes_.empty()) {
+    std::string why = rejected_.empty() ? "" : "; the others are left out: " + JoinRejected(rejected_);
+    Close();
+    return Unsupported("perf: its events are counted in the iteration probes" + why);
+  }
   if (software_.empty() && hardware_.empty()) {
     Status s = InvalidArgument("perf: none of collectors.perf.events can be counted here: " +
                                JoinRejected(rejected_));
@@ -378,6 +384,10 @@ std::string PerfCollector::Describe() const {
   std::string d = "perf: pid " + std::to_string(pid_) + ", " + std::to_string(threads_.size()) +
                   " threads" + (options_.inherit ? " (+ inherited)" : "") + "; software:";
   for (const auto& s : software_) d += " " + s.name;
+  if (!in_probes_.empty()) {
+    d += "; in the iteration probes:";
+    for (const auto& s : in_probes_) d += " " + s;
+  }
   d += "; hardware groups: " +
        (hardware_groups_.groups.empty() ? std::string("none") : DescribeGroups(hardware_groups_));
   return d;

@@ -51,6 +51,10 @@ class PerfCollector : public Collector {
   PerfCollector(PerfOptions options, std::string proc_root);
   ~PerfCollector() override { Close(); }
 
+  // Events the iteration probes count for this process (probes/probe_counters.h): left out
+  // here. When none is left, Open says so (Unsupported: absent).
+  void LeaveToProbes(std::vector<std::string> events) { in_probes_ = std::move(events); }
+
   std::string_view name() const override { return "perf"; }
   Status Open(const Target& target) override;
   Status Begin() override;
@@ -91,6 +95,7 @@ class PerfCollector : public Collector {
   std::vector<std::vector<PerfEventSpec>> hardware_;  // specs per hardware group
   EventGroups hardware_groups_;
   std::vector<RejectedEvent> rejected_;
+  std::vector<std::string> in_probes_;
   std::vector<ThreadEvents> threads_;
   size_t current_group_ = 0;
   bool measuring_ = false;

@@ -270,3 +270,32 @@ TEST_CASE("perf: a target that exits after Open still yields its final counts") 
 }
 
 }  // namespace seqpoint::collectors
+
+namespace seqpoint::collectors {
+
+TEST_CASE("perf: events the iteration probes count are left out, and none left means absent") {
+  testing::BusyChild child;
+  REQUIRE(child.ok());
+  SKIP_UNLESS_ALLOWED(child.pid());
+  PerfCollector perf(SoftwareOnly(/*inherit=*/true), "/proc");
+  perf.LeaveToProbes({"task-clock", "context-switches"});
+  REQUIRE(perf.Open({child.pid(), ""}).ok());
+  CHECK(perf.Describe().find("in the iteration probes: task-clock context-switches") !=
+        std::string::npos);
+  REQUIRE(perf.Begin().ok());
+  child.BurnMain(5);
+  auto w = perf.End();
+  REQUIRE(w.ok());
+  auto v = ByName(*w);
+  CHECK(v.count("perf:task-clock") == 0);
+  CHECK(v.count("perf:context-switches") == 0);
+  CHECK(v.count("perf:page-faults") == 1);
+
+  PerfCollector all_in_probes(SoftwareOnly(/*inherit=*/true), "/proc");
+  all_in_probes.LeaveToProbes({"task-clock", "context-switches", "page-faults", "cpu-migrations"});
+  Status s = all_in_probes.Open({child.pid(), ""});
+  CHECK(s.code() == ErrorCode::kUnsupported);  // CollectorSet: absent, not failed
+  CHECK(s.message().find("counted in the iteration probes") != std::string::npos);
+}
+
+}  // namespace seqpoint::collectors

@@ -10,6 +10,9 @@ Result<std::pair<uint64_t, double>> ReadEnergy(uint32_t dev) {
   uint64_t counter = 0, timestamp = 0;
   float resolution = 0;
   rsmi_status_t r = rsmi_dev_energy_count_get(dev, &counter, &resolution, &timestamp);
+  if (r == RSMI_STATUS_BUSY) {  // another tool (a profiler) holds the device
+    return CountersBusy("rsmi_dev_energy_count_get: " + RsmiErrorText(r));
+  }
   if (r != RSMI_STATUS_SUCCESS) {
     return Unavailable("rsmi_dev_energy_count_get: " + RsmiErrorText(r));
   }
@@ -22,8 +25,11 @@ Result<std::pair<uint64_t, double>> ReadEnergy(uint32_t dev) {
 
 std::string Prefix(const RocmSmiDevice& d) { return "rocm_smi:gpu" + std::to_string(d.index); }
 
-void Note(std::string* warnings, const std::string& what, rsmi_status_t r) {
+// `busy`: set when the library says another tool holds the device (the whole reading is then
+// void, and the agent backs off: collector.h, CountersBusy).
+void Note(std::string* warnings, bool* busy, const std::string& what, rsmi_status_t r) {
   *warnings += (warnings->empty() ? "" : "; ") + what + ": " + RsmiErrorText(r);
+  *busy = *busy || r == RSMI_STATUS_BUSY;
 }
 
 }  // namespace
@@ -54,6 +60,7 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
   std::vector<Sample> out;
   warnings_.clear();
   size_t devices_read = 0;
+  bool held = false;  // another tool holds a device
   for (Device& d : devices_) {
     const std::string p = Prefix(d.id);
     const size_t before = out.size();
@@ -62,6 +69,7 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
     Result<std::pair<uint64_t, double>> e = ReadEnergy(d.id.index);
     if (!e.ok()) {
       warnings_ += (warnings_.empty() ? "" : "; ") + p + ":energy: " + e.status().message();
+      held = held || IsCountersBusy(e.status());
     } else {
       Result<uint64_t> delta = d.energy.Update(e->first);
       if (d.energy_ok && delta.ok()) {
@@ -75,13 +83,13 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
     if ((r = rsmi_dev_power_ave_get(d.id.index, 0, &power_uw)) == RSMI_STATUS_SUCCESS) {
       out.push_back({p + ":power", static_cast<double>(power_uw) * 1e-6, "W"});
     } else {
-      Note(&warnings_, p + ":power", r);
+      Note(&warnings_, &held, p + ":power", r);
     }
     uint32_t busy = 0;
     if ((r = rsmi_dev_busy_percent_get(d.id.index, &busy)) == RSMI_STATUS_SUCCESS) {
       out.push_back({p + ":busy", static_cast<double>(busy), "%"});
     } else {
-      Note(&warnings_, p + ":busy", r);
+      Note(&warnings_, &held, p + ":busy", r);
     }
     const std::pair<rsmi_clk_type_t, const char*> clocks[] = {{RSMI_CLK_TYPE_SYS, ":sclk"},
                                                               {RSMI_CLK_TYPE_MEM, ":mclk"}};
@@ -92,7 +100,8 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
           f.current < RSMI_MAX_NUM_FREQUENCIES) {
         out.push_back({p + suffix, static_cast<double>(f.frequency[f.current]) * 1e-6, "MHz"});
       } else {
-        Note(&warnings_, p + suffix, r == RSMI_STATUS_SUCCESS ? RSMI_STATUS_UNEXPECTED_DATA : r);
+        Note(&warnings_, &held, p + suffix,
+             r == RSMI_STATUS_SUCCESS ? RSMI_STATUS_UNEXPECTED_DATA : r);
       }
     }
     uint64_t vram = 0;
@@ -100,17 +109,18 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
         RSMI_STATUS_SUCCESS) {
       out.push_back({p + ":vram_used", static_cast<double>(vram), "bytes"});
     } else {
-      Note(&warnings_, p + ":vram_used", r);
+      Note(&warnings_, &held, p + ":vram_used", r);
     }
     int64_t temp = 0;
     if ((r = rsmi_dev_temp_metric_get(d.id.index, RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_CURRENT, &temp)) ==
         RSMI_STATUS_SUCCESS) {
       out.push_back({p + ":temp_edge", static_cast<double>(temp) * 1e-3, "C"});
     } else {
-      Note(&warnings_, p + ":temp_edge", r);
+      Note(&warnings_, &held, p + ":temp_edge", r);
     }
     devices_read += out.size() > before;
   }
+  if (held) return CountersBusy("rocm_smi: " + warnings_);
   if (devices_read == 0) {
     return Unavailable("rocm_smi: no value could be read from any GPU (" + warnings_ +
                        "); the device may have gone away");

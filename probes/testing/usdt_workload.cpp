@@ -9,6 +9,8 @@
 //   --skip-begin K     iteration K of each thread has an end but no begin
 //   --exit-mid         after the loop, begin one more iteration and _exit() inside it
 //   --loop             repeat iterations (1 ms apart) until a line arrives on stdin
+//   --loop-sleep-us U  with --loop: the pause between iterations (default 1000; 0: none, for
+//                      rates of 10^4 iterations per second with --work-us 100)
 //   --wait             print "ready <pid>" and wait for a line on stdin before starting
 //   --hold             after the loop, print "done" and wait for a line on stdin before exiting
 //   --finish HOW       how to end, for the exit-status tests: exit:N (exit(N)), raise:SIG
@@ -46,6 +48,7 @@ struct Config {
   int64_t skip_begin = -1;
   bool exit_mid = false;
   bool loop = false;
+  uint64_t loop_sleep_us = 1000;
   bool wait = false;
   bool hold = false;
   std::string finish;
@@ -83,7 +86,9 @@ void Run(const Config& c, int thread) {
     BusyWait(c.work_us);
     if (static_cast<int64_t>(i) != c.skip_end) SEQPOINT_ITERATION_END(iter);
     g_done.fetch_add(1);
-    if (c.loop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (c.loop && c.loop_sleep_us > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(c.loop_sleep_us));
+    }
   }
 }
 
@@ -137,6 +142,8 @@ int main(int argc, char** argv) {
       c.exit_mid = true;
     else if (a == "--loop")
       c.loop = true;
+    else if (a == "--loop-sleep-us")
+      c.loop_sleep_us = std::strtoull(next(), nullptr, 10);
     else if (a == "--wait")
       c.wait = true;
     else if (a == "--hold")

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "agent/testing/seqpointd_process.h"
 #include "agent/testing/training_child.h"
@@ -290,7 +291,12 @@ TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run co
   if (!CanRun() || access(Workload().c_str(), X_OK) != 0) return;
   TempDir dir;
   const std::string key = "e2e-kill-" + std::to_string(getpid());
-  auto d1 = std::make_unique<Seqpointd>(dir, std::vector<std::string>{}, "first.log");
+  // Probes not pinned (probes.pin_dir = ""; as where bpffs cannot be had): the restart leaves a
+  // gap of unobserved iterations, which is what this test is about. Pinned, there is none
+  // (restart_e2e_test.cpp).
+  const std::vector<std::string> unpinned{"--config", dir.File("unpinned.toml")};
+  std::ofstream(dir.File("unpinned.toml")) << "[probes]\npin_dir = \"\"\n";
+  auto d1 = std::make_unique<Seqpointd>(dir, unpinned, "first.log");
   REQUIRE(d1->Ready());
   TrainingChild w(key,
                   {Workload(), "--wait", "--loop", "--work-us", "1000", "--seq-lens", "8,16,32"});
@@ -304,7 +310,7 @@ TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run co
   d1->Signal(SIGKILL);
   CHECK(d1->Wait() == 128 + SIGKILL);
   d1.reset();
-  Seqpointd d2(dir, {}, "second.log");
+  Seqpointd d2(dir, unpinned, "second.log");
   REQUIRE(d2.Ready());
   uint64_t resumed_at = 0;
   REQUIRE(WaitFor([&] {
@@ -322,4 +328,24 @@ TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run co
   CHECK(run["state"] == "finished");
   CHECK(run["iterations"].get<uint64_t>() + run["unobserved"].get<uint64_t>() ==
         run["max_iter"].get<uint64_t>() + 1);
+  // No synthetic iteration on resume: only the workload's SLs, counts adding up.
+  json show = d2.Show(std::to_string(run_id));
+  uint64_t counted = 0;
+  for (const json& b : show["histogram"]) {
+    CHECK_MESSAGE((b["seq_len"] == 8 || b["seq_len"] == 16 || b["seq_len"] == 32), b.dump());
+    counted += b["count"].get<uint64_t>();
+  }
+  CHECK(counted == run["iterations"].get<uint64_t>());
+  // What was not seen is carried into the whole-run projection as a gap that widens it: the
+  // loop's iterations all cost ~1 ms of work, so the whole run is about every index times the
+  // observed mean, which the interval must hold.
+  const json& time = show["projections"]["time_ns"];
+  REQUIRE_MESSAGE(time.contains("unobserved"), show["projections"].dump());
+  CHECK(time["unobserved"]["iterations"] == run["unobserved"]);
+  CHECK(time["unobserved"]["high"].get<double>() > time["unobserved"]["low"].get<double>());
+  const double mean = time["actual"].get<double>() / run["iterations"].get<double>();
+  const double whole = mean * (run["max_iter"].get<double>() + 1);
+  CHECK_MESSAGE(time["low"].get<double>() <= whole, time.dump());
+  CHECK_MESSAGE(time["high"].get<double>() >= whole, time.dump());
+  CHECK(time["total"].get<double>() > time["actual"].get<double>());
 }

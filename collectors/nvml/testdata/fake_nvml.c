@@ -13,6 +13,8 @@
  *   FAKE_NVML_INIT_RESULT=<n>  nvmlInit_v2 returns n (e.g. 9, NVML_ERROR_DRIVER_NOT_LOADED)
  *   FAKE_NVML_DEVICES=<n>      number of GPUs (1..4, default 1), all alike but the bus id
  *   FAKE_NVML_LOST_AFTER=<n>   after n energy reads, GPU 0 answers NVML_ERROR_GPU_IS_LOST
+ *   FAKE_NVML_IN_USE_AFTER=<n> after n energy reads, energy reads answer NVML_ERROR_IN_USE (a
+ *                              profiler holds the device); the other reads still answer
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ static struct nvmlDevice_st g_devices[MAX_DEVICES];
 static unsigned g_count = 0;
 static int g_refs = 0;
 static long g_lost_after = -1;
+static long g_in_use_after = -1;
 static long g_energy_reads = 0;
 
 static long EnvLong(const char* name, long fallback) {
@@ -47,6 +50,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   long n = EnvLong("FAKE_NVML_DEVICES", 1);
   g_count = (unsigned)(n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : n);
   g_lost_after = EnvLong("FAKE_NVML_LOST_AFTER", -1);
+  g_in_use_after = EnvLong("FAKE_NVML_IN_USE_AFTER", -1);
   g_energy_reads = 0;
   for (unsigned i = 0; i < MAX_DEVICES; ++i) {
     g_devices[i].index = i;
@@ -76,6 +80,8 @@ const char* nvmlErrorString(nvmlReturn_t r) {
       return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST:
       return "GPU is lost";
+    case NVML_ERROR_IN_USE:
+      return "In use by another client";
     default:
       return "Unknown Error";
   }
@@ -120,6 +126,7 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
     d->lost = 1; /* fell off the bus: every later call on it fails */
     return NVML_ERROR_GPU_IS_LOST;
   }
+  if (g_in_use_after >= 0 && g_energy_reads >= g_in_use_after) return NVML_ERROR_IN_USE;
   ++g_energy_reads;
   d->energy_mj += 6703; /* 67.03 W for 100 ms */
   *mj = d->energy_mj;

@@ -1,0 +1,73 @@
+// See counter_windows.h.
+#include "agent/runs/counter_windows.h"
+
+#include <algorithm>
+#include <bit>
+#include <utility>
+
+#include "collectors/perf/perf_collector.h"
+
+namespace seqpoint::daemon {
+
+void CounterWindows::UserSpaceStart(uint64_t probe_ns, uint64_t now_ns) {
+  if (probe_ns == 0 || now_ns < probe_ns) return;  // unknown begin, or another clock
+  const uint64_t ns = now_ns - probe_ns;
+  size_t b = ns == 0 ? 0 : static_cast<size_t>(std::bit_width(ns) - 1);
+  if (b >= buckets_.size()) b = buckets_.size() - 1;
+  ++buckets_[b];
+  ++count_;
+  sum_ns_ += ns;
+  if (ns > max_ns_) max_ns_ = ns;
+}
+
+void CounterWindows::TakeProbeCounters(const IterationCounters& counters,
+                                       std::vector<collectors::Sample>* values) {
+  if (counters.values.empty()) return;
+  ++probe_windows_;
+  if (counters.flags != 0) ++probe_flagged_;
+  for (const collectors::Sample& s : counters.values) values->push_back(s);
+}
+
+uint64_t CounterWindows::OffsetQuantileNs(double q) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = static_cast<uint64_t>(q * static_cast<double>(count_ - 1)) + 1;
+  uint64_t seen = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen >= rank) return std::min(max_ns_, (uint64_t{2} << b) - 1);
+  }
+  return max_ns_;
+}
+
+std::vector<MetricFamily> CounterWindows::Families() const {
+  std::vector<MetricFamily> out;
+  MetricFamily offset = Gauge(
+      "seqpoint_collector_start_offset_seconds",
+      "How long after a measured iteration's begin probe the user-space collectors began its "
+      "counter window, since seqpointd started, by stat (p50, p90, p99, max: log2-bucket upper "
+      "bounds). Counters read at the probes start at offset 0.");
+  const std::pair<double, const char*> quantiles[] = {
+      {0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}, {1.0, "max"}};
+  for (const auto& [q, label] : quantiles) {
+    offset.Add({{"stat", label}}, static_cast<double>(OffsetQuantileNs(q)) * 1e-9);
+  }
+  out.push_back(std::move(offset));
+  out.push_back(Counter("seqpoint_collector_windows_total",
+                        "Measured iterations by where their counter window was opened: at the "
+                        "iteration probes (where=\"probe\"; where=\"probe_flagged\" counts those "
+                        "with a thread that may be short, e.g. on a CPU at a probe) or by "
+                        "user-space collectors from the begin wake-up (where=\"user_space\").")
+                    .Add({{"where", "probe"}}, static_cast<double>(probe_windows_))
+                    .Add({{"where", "probe_flagged"}}, static_cast<double>(probe_flagged_))
+                    .Add({{"where", "user_space"}}, static_cast<double>(count_)));
+  return out;
+}
+
+void LeaveEventsToProbes(collectors::Collector& collector, const std::vector<std::string>& events) {
+  if (events.empty() || collector.name() != "perf") return;
+  if (auto* perf = dynamic_cast<collectors::PerfCollector*>(&collector)) {
+    perf->LeaveToProbes(events);
+  }
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,54 @@
+// Where a measured iteration's counter window starts, for the two ways counters are read:
+//  - at the probes: the eBPF source reads the perf software events itself at the iteration's
+//    begin and end probes (probes/probe_counters.h) and hands the deltas over just before the
+//    iteration's end (IterationCounters); the window is the iteration's, offset 0;
+//  - in user space: collectors (PAPI, ROCm SMI, NVML, and perf where the probes cannot count)
+//    begin when the begin record has reached the daemon, the selector has chosen the iteration
+//    and the collectors are open: their window starts late by that offset, measured here from
+//    the probe's timestamp to the collectors' Begin and exported
+//    (seqpoint_collector_start_offset_seconds), so the error it puts on a counter is known.
+//
+// Threads: the daemon's io_context thread (RunManager's).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/metrics/metric_family.h"
+#include "agent/source/iteration_source.h"
+#include "collectors/collector.h"
+
+namespace seqpoint::daemon {
+
+class CounterWindows {
+ public:
+  // User-space collectors began at `now_ns` for an iteration whose begin probe fired at
+  // `probe_ns` (both CLOCK_MONOTONIC).
+  void UserSpaceStart(uint64_t probe_ns, uint64_t now_ns);
+  // The probe counters of a measured iteration: appended to its values.
+  void TakeProbeCounters(const IterationCounters& counters,
+                         std::vector<collectors::Sample>* values);
+
+  uint64_t user_space_windows() const { return count_; }
+  uint64_t probe_windows() const { return probe_windows_; }
+  // Upper bound of the log2 bucket holding quantile q of the user-space offsets; 0 when none.
+  uint64_t OffsetQuantileNs(double q) const;
+
+  std::vector<MetricFamily> Families() const;
+
+ private:
+  std::array<uint64_t, 40> buckets_{};  // bucket b: offsets in [2^b, 2^(b+1)) ns
+  uint64_t count_ = 0;
+  uint64_t sum_ns_ = 0;
+  uint64_t max_ns_ = 0;
+  uint64_t probe_windows_ = 0;
+  uint64_t probe_flagged_ = 0;  // windows a counted thread may be short in (sp_counter_flag)
+};
+
+// The events the source counts at the probes for a process are left out of that process's
+// perf collector (a no-op for other collectors and when `events` is empty).
+void LeaveEventsToProbes(collectors::Collector& collector, const std::vector<std::string>& events);
+
+}  // namespace seqpoint::daemon

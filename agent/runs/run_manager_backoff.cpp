@@ -1,0 +1,93 @@
+// RunManager: getting out of a profiler's way (collector_backoff.h): the profiler scan, the
+// vendor libraries' busy answers, and the node-wide pause. A back-off or pause closes the
+// process's collectors at once, discarding a measurement under way (a profiler arriving
+// mid-iteration makes it suspect); OnIterationBegin opens them again once nothing blocks.
+#include "agent/config/log.h"
+#include "agent/runs/run_manager.h"
+#include "common/clock.h"
+
+namespace seqpoint::daemon {
+namespace {
+
+std::string Seconds(int64_t ns) { return std::to_string(ns / 1'000'000'000) + " s"; }
+
+}  // namespace
+
+void RunManager::StopCollectors(Proc& proc) {
+  proc.measuring.reset();  // its end will find no measurement: timed only
+  if (!proc.collectors) return;
+  proc.collectors->Close();
+  proc.collectors.reset();
+}
+
+void RunManager::NoteBusy(pid_t pid, Proc& proc, const std::string& collector,
+                          const Status& status) {
+  if (!backoff_.Seen(pid, kBackoffCountersBusy, collector, status.message(), MonotonicNs(),
+                     WallNs())) {
+    return;
+  }
+  StopCollectors(proc);
+  SEQPOINT_LOG(kWarn, "pid " + std::to_string(pid) + " (run " + std::to_string(proc.run_id) +
+                          "): collector " + collector + " says another tool holds the counters (" +
+                          status.message() + "); its collectors stop and are tried again after " +
+                          Seconds(backoff_.hold_down_ns()) + " (runs.profiler_hold_down_s)");
+}
+
+void RunManager::ScanProcess(pid_t pid, Proc& proc, int64_t mono, int64_t wall) {
+  const ProfilerPatterns& patterns = options_.profilers;
+  if (patterns.libraries.empty() && patterns.commands.empty()) return;
+  std::optional<ProfilerSighting> s = FindProfiler(options_.proc_root, pid, patterns);
+  if (!s || !backoff_.Seen(pid, kBackoffProfiler, s->profiler, s->evidence, mono, wall)) return;
+  StopCollectors(proc);
+  SEQPOINT_LOG(kWarn, "pid " + std::to_string(pid) + " (run " + std::to_string(proc.run_id) +
+                          ") is being profiled (" + s->evidence +
+                          "): its collectors stop while the profiler is there, and resume " +
+                          Seconds(backoff_.hold_down_ns()) +
+                          " after it is last seen (runs.profiler_hold_down_s)");
+}
+
+void RunManager::ScanProfilers() {
+  const int64_t mono = MonotonicNs();
+  const int64_t wall = WallNs();
+  bool lifted = false;
+  backoff_.Paused(mono, &lifted);
+  if (lifted) SEQPOINT_LOG(kInfo, "collectors resume: the pause's duration has passed");
+  // A replayed trace's pids are not this node's processes.
+  const bool live = source_ == nullptr || source_->pids_are_live();
+  if (live) {
+    for (auto& [pid, proc] : procs_) ScanProcess(pid, proc, mono, wall);
+  }
+  for (const auto& [pid, b] : backoff_.Expire(mono)) {
+    SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": " + b.profiler + " not seen for " +
+                            Seconds(backoff_.hold_down_ns()) +
+                            ": its collectors resume at the next chosen iteration (backed off " +
+                            Seconds(mono - b.since_mono_ns) + ")");
+  }
+}
+
+const PauseState& RunManager::PauseCollectors(std::optional<int64_t> duration_ns) {
+  const PauseState& p = backoff_.Pause(duration_ns, MonotonicNs(), WallNs());
+  for (auto& [pid, proc] : procs_) StopCollectors(proc);
+  SEQPOINT_LOG(kWarn, "collectors paused by command " +
+                          (duration_ns ? "for " + std::to_string(*duration_ns / 1'000'000) + " ms"
+                                       : std::string("until `seqpoint resume`")) +
+                          ": no counter is read on this node meanwhile (iterations still timed)");
+  return p;
+}
+
+bool RunManager::ResumeCollectors() {
+  const bool lifted = backoff_.Resume();
+  if (lifted) SEQPOINT_LOG(kInfo, "collectors resume: `seqpoint resume`");
+  return lifted;
+}
+
+std::map<pid_t, Backoff> RunManager::RunBackoffs(int64_t run_id) const {
+  std::map<pid_t, Backoff> out;
+  for (const auto& [pid, b] : backoff_.active()) {
+    auto it = procs_.find(pid);
+    if (it != procs_.end() && it->second.run_id == run_id) out.emplace(pid, b);
+  }
+  return out;
+}
+
+}  // namespace seqpoint::daemon

@@ -1,0 +1,71 @@
+// A byte image of the online selector's state (selector_checkpoint.cpp), so that seqpointd can
+// store a run's selector once in a while instead of the whole ordered iteration log it would
+// otherwise replay on restart (agent/runs/run_checkpoint.cpp, docs/bounds.md).
+//
+// Fields are written one by one in host byte order (never a struct with its padding), so the
+// same state always gives the same bytes: tests compare images. The image lives in the node's
+// own state database and is read back by the same build or a newer one; the header's version
+// says when a layout changed, and a reader refuses what it cannot read rather than misread it.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace seqpoint::selector {
+
+inline constexpr uint32_t kStateMagic = 0x4b435053;  // "SPCK"
+inline constexpr uint32_t kStateVersion = 1;
+
+class StateWriter {
+ public:
+  template <typename T>
+  void Put(T v) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  // A count, then each element written by `each(writer, element)`.
+  template <typename C, typename F>
+  void PutAll(const C& items, F each) {
+    Put<uint64_t>(items.size());
+    for (const auto& item : items) each(*this, item);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class StateReader {
+ public:
+  explicit StateReader(std::string_view in) : in_(in) {}
+  // False (and stays false) once the image is short.
+  template <typename T>
+  bool Get(T* v) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    if (!ok_ || in_.size() - at_ < sizeof(T)) return ok_ = false;
+    std::memcpy(v, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  // A count written by PutAll; refuses one larger than the bytes left could hold.
+  bool Count(uint64_t* n, size_t min_bytes_each) {
+    if (!Get(n)) return false;
+    if (*n > (in_.size() - at_) / std::max<size_t>(1, min_bytes_each)) return ok_ = false;
+    return true;
+  }
+  bool ok() const { return ok_; }
+  // What is left to read (another image appended after this one).
+  std::string_view rest() const { return ok_ ? in_.substr(at_) : std::string_view(); }
+  bool done() const { return ok_ && at_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace seqpoint::selector
