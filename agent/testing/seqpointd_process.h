@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -15,6 +16,19 @@
 #include "agent/testing/test_harness.h"
 
 namespace seqpoint::daemon::testing {
+
+// Whether a test that runs seqpointd with its eBPF probes can run here: they need root (CI runs
+// as root) and the built daemon. Says why not on stderr.
+inline bool CanRunProbes() {
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "skipped: the eBPF probes need root (CI runs as root)\n");
+    return false;
+  }
+  return access(SeqpointdBinary().c_str(), X_OK) == 0;
+}
+
+// The USDT-marked stand-in trainer (probes/testing/usdt_workload.cpp).
+inline std::string UsdtWorkload() { return BinaryDir() + "/probes/testing/usdt_workload"; }
 
 class Seqpointd {
  public:

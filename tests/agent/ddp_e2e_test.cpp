@@ -25,11 +25,7 @@ using nlohmann::json;
 namespace {
 
 bool CanRun() {
-  if (geteuid() != 0) {
-    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
-    return false;
-  }
-  if (access(SeqpointdBinary().c_str(), X_OK) != 0) return false;
+  if (!CanRunProbes()) return false;
   if (std::system("/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null") != 0) {
     MESSAGE("skipped: python3-torch is not installed");
     return false;

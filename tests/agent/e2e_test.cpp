@@ -19,16 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-bool CanRun() {
-  if (geteuid() != 0) {
-    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
-    return false;
-  }
-  if (access(SeqpointdBinary().c_str(), X_OK) != 0) return false;
-  return true;
-}
+bool CanRun() { return CanRunProbes(); }
 
-std::string Workload() { return BinaryDir() + "/probes/testing/usdt_workload"; }
+std::string Workload() { return UsdtWorkload(); }
 
 }  // namespace
 

@@ -21,11 +21,7 @@ namespace {
 std::string Workload() { return BinaryDir() + "/probes/testing/counter_workload"; }
 
 bool CanRun() {
-  if (geteuid() != 0) {
-    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
-    return false;
-  }
-  return access(SeqpointdBinary().c_str(), X_OK) == 0 && access(Workload().c_str(), X_OK) == 0;
+  return CanRunProbes() && access(Workload().c_str(), X_OK) == 0;
 }
 
 // The value of the exposition line that starts with `series` ("name{labels}"); -1 if none.

@@ -19,14 +19,10 @@ using nlohmann::json;
 namespace {
 
 bool CanRun() {
-  if (geteuid() != 0) {
-    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
-    return false;
-  }
-  return access(SeqpointdBinary().c_str(), X_OK) == 0;
+  return CanRunProbes();
 }
 
-std::string Workload() { return BinaryDir() + "/probes/testing/usdt_workload"; }
+std::string Workload() { return UsdtWorkload(); }
 
 // The control request through the socket of the Seqpointd started in `dir`.
 json Ask(const TempDir& dir, ControlRequest r) {

@@ -23,18 +23,14 @@ using nlohmann::json;
 
 namespace {
 
-std::string Workload() { return BinaryDir() + "/probes/testing/usdt_workload"; }
+std::string Workload() { return UsdtWorkload(); }
 
 // SEQPOINT_RESTART_UNPINNED=1 measures the daemon as it was before pinning (probes.pin_dir = "")
 // for comparison: the numbers are printed and the no-blind-spot checks skipped.
 bool Unpinned() { return std::getenv("SEQPOINT_RESTART_UNPINNED") != nullptr; }
 
 bool CanRun() {
-  if (geteuid() != 0) {
-    MESSAGE("skipped: the eBPF probes need root (CI runs as root)");
-    return false;
-  }
-  return access(SeqpointdBinary().c_str(), X_OK) == 0 && access(Workload().c_str(), X_OK) == 0;
+  return CanRunProbes() && access(Workload().c_str(), X_OK) == 0;
 }
 
 uint64_t Iterations(Seqpointd& d, const std::string& key) {
