@@ -329,16 +329,22 @@ TEST_CASE("agent e2e: seqpointd SIGKILLed mid-run and restarted: the live run co
     counted += b["count"].get<uint64_t>();
   }
   CHECK(counted == run["iterations"].get<uint64_t>());
-  // What was not seen is carried into the whole-run projection as a gap that widens it: the
-  // loop's iterations all cost ~1 ms of work, so the whole run is about every index times the
-  // observed mean, which the interval must hold.
+  // What was not seen is carried into the whole-run projection as a gap that widens it.
   const json& time = show["projections"]["time_ns"];
   REQUIRE_MESSAGE(time.contains("unobserved"), show["projections"].dump());
   CHECK(time["unobserved"]["iterations"] == run["unobserved"]);
   CHECK(time["unobserved"]["high"].get<double>() > time["unobserved"]["low"].get<double>());
+  // The loop's iterations all cost ~1 ms of work, so the whole run is about every index times
+  // the observed mean, which the interval must hold whenever the observed part's own interval
+  // holds its actual total (the self-check, which misses in ~1 run in 12): the gap never makes
+  // an interval that covered stop covering.
   const double mean = time["actual"].get<double>() / run["iterations"].get<double>();
   const double whole = mean * (run["max_iter"].get<double>() + 1);
-  CHECK_MESSAGE(time["low"].get<double>() <= whole, time.dump());
-  CHECK_MESSAGE(time["high"].get<double>() >= whole, time.dump());
+  if (show["self_checks"]["time_ns"]["within_interval"] == true) {
+    CHECK_MESSAGE(time["low"].get<double>() <= whole, time.dump());
+    CHECK_MESSAGE(time["high"].get<double>() >= whole, time.dump());
+  } else {
+    MESSAGE("the observed part's interval missed its actual total: " << time.dump());
+  }
   CHECK(time["total"].get<double>() > time["actual"].get<double>());
 }
