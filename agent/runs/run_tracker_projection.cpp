@@ -248,6 +248,7 @@ std::optional<Projection> RunTracker::ProjectUnstratified(const selector::Select
 // the spread of one iteration's time over sqrt(U).
 RunTracker::GapFactors RunTracker::UnobservedGapFactors() const {
   GapFactors f;
+  if (record_.unobserved == 0) return f;  // nothing to bound: skip copying the cells
   std::map<uint32_t, selector::StrataCell> by_stratum;
   selector::StrataCell all;
   for (const auto& [key, cell] : selector_.strata().Cells()) {
@@ -257,7 +258,7 @@ RunTracker::GapFactors RunTracker::UnobservedGapFactors() const {
     all.n += cell.n;
     all.time += cell.time;
   }
-  if (all.n == 0 || !(all.time > 0) || record_.unobserved == 0) return f;
+  if (all.n == 0 || !(all.time > 0)) return f;
   const double mean = all.time / static_cast<double>(all.n);
   f.lo = f.hi = 1;
   for (const auto& [index, s] : by_stratum) {
