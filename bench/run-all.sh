@@ -22,12 +22,18 @@ section "online selection on the recorded PyTorch runs (tests/data/online) and t
 for d in tests/data/online tests/data/agent; do
   bench/online_accuracy.py "$d" --seqpoint "$build/agent/cli/seqpoint"
 done
+section "interval coverage: 36 replayed and generated runs, and a 10^6-iteration run"
+bench/interval_coverage.py --seqpoint "$build/agent/cli/seqpoint" --million
+section "projection recompute: 20 metrics, before/after cell reuse"
+"$build/bench/projection_bench"
 section "report --html for a 10^6-iteration run"
 bench/report_scale.py --seqpoint "$build/agent/cli/seqpoint"
 section "firmware-shim: one gpu_metrics read"
 "$build/bench/firmware_shim_bench" "$PWD"
 section "agent: energy on every iteration, observer-effect estimate"
 "$build/bench/energy_sampler_bench" "$PWD"
+section "agent: observer-effect alarms (false alarms per 1,000 runs, delay at +10/+20/+40%)"
+"$build/bench/observer_effect_bench" "$PWD"
 section "collectors: begin+end per collector"
 "$build/bench/collectors_bench" "$PWD" "$build/collectors/libseqpoint_fake_nvml.so"
 [ -x "$build/bench/collectors_papi_bench" ] && "$build/bench/collectors_papi_bench"
@@ -44,6 +50,10 @@ if [ $root = 1 ]; then
   SEQPOINT_BUILD="$build" bench/online_live.sh
   section "data-parallel runs live: 2 and 4 gloo ranks under torchrun, Slurm and MPI environments"
   SEQPOINT_BUILD="$build" bench/ddp_runs.sh
+  section "every measured iteration against the workload's own reading (PyTorch, 1-8 threads)"
+  SEQPOINT_BUILD="$build" bench/true_numbers.py
+  section "fleet: 4 nodes, one slowed by 10/20/50%, alerted by the shipped rules (Prometheus)"
+  SEQPOINT_BUILD="$build" bench/fleet/run.sh
   section "node cost: package size, agent CPU/RSS idle and busy"
   packaging/measure-node-cost.sh "$build" 60 2
 else

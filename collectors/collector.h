@@ -28,9 +28,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -44,12 +46,45 @@ struct Target {
                        // PCI address ("0000:0c:00.0"); ignored by process collectors
 };
 
-// One named value with its unit.
+// Whom a sample belongs to. A process sample (task-clock, faults, PAPI events of an attached
+// process) is that process's alone, so a data-parallel step adds its ranks' samples. A device
+// sample (a GPU's energy, power, utilisation, clocks, memory; a RAPL zone; the node's energy)
+// is the device's, whoever reads it: a step takes it once per device, never summed over ranks.
+enum class SampleScope : uint8_t { kProcess, kDevice };
+// How a sample combines over iterations. A delta (time, energy, counts) is the amount over the
+// Begin..End window: it adds up, so it is projected as a whole-run total. A gauge (power,
+// clocks, temperature, utilisation, memory in use, ratios, NVML field values) is a reading: it
+// is reported as a mean, never summed into a total.
+enum class SampleKind : uint8_t { kDelta, kGauge };
+
+std::string_view SampleScopeName(SampleScope scope);  // "process", "device"
+std::string_view SampleKindName(SampleKind kind);     // "delta", "gauge"
+
+// One named value with its unit, its scope and its kind. Every collector sets scope and kind
+// (the defaults, a process delta, are perf's and PAPI's); device samples also name the device
+// by a stable id: the GPU's UUID or PCI bus id, the RAPL zone, "node" for the node's energy.
 struct Sample {
   std::string name;
   double value = 0;
   std::string unit;
+  SampleScope scope = SampleScope::kProcess;
+  SampleKind kind = SampleKind::kDelta;
+  std::string device{};  // set iff scope == kDevice
 };
+
+// A device-scoped sample; a process-scoped one is the plain aggregate {name, value, unit}.
+inline Sample DeviceSample(std::string name, double value, std::string unit, SampleKind kind,
+                           std::string device) {
+  return Sample{std::move(name),      value, std::move(unit),
+                SampleScope::kDevice, kind,  std::move(device)};
+}
+
+// Scope and kind for a sample that arrives without them (a replayed trace column, a value
+// read back from the store): from its name and unit, as the collectors set them. Names of the
+// GPU collectors ("nvml:gpu0:power", "rocm_smi:gpu1:vram_used"), "rapl:*" and "energy_uj" are
+// device samples (device = the name's device part); gauge units ("W", "MHz", "C", "%",
+// "ratio", "bytes", "value") are gauges.
+void InferScopeAndKind(Sample& sample);
 
 class Collector {
  public:

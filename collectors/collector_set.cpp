@@ -27,6 +27,43 @@ auto Guarded(std::string_view collector, std::string_view call, Fn&& fn) -> decl
 
 }  // namespace
 
+std::string_view SampleScopeName(SampleScope scope) {
+  return scope == SampleScope::kDevice ? "device" : "process";
+}
+
+std::string_view SampleKindName(SampleKind kind) {
+  return kind == SampleKind::kGauge ? "gauge" : "delta";
+}
+
+void InferScopeAndKind(Sample& sample) {
+  const std::string& n = sample.name;
+  const std::string& u = sample.unit;
+  sample.kind = (u == "W" || u == "MHz" || u == "C" || u == "%" || u == "ratio" || u == "bytes" ||
+                 u == "value")
+                    ? SampleKind::kGauge
+                    : SampleKind::kDelta;
+  sample.scope = SampleScope::kProcess;
+  sample.device.clear();
+  if (n == "energy_uj") {
+    sample.scope = SampleScope::kDevice;
+    sample.device = "node";
+    return;
+  }
+  for (std::string_view gpu : {std::string_view("nvml:"), std::string_view("rocm_smi:")}) {
+    // "<collector>:<device>:<event>": the device part is the collector's GPU index.
+    if (n.compare(0, gpu.size(), gpu) != 0) continue;
+    const size_t end = n.find(':', gpu.size());
+    if (end == std::string::npos) return;
+    sample.scope = SampleScope::kDevice;
+    sample.device = n.substr(0, end);
+    return;
+  }
+  if (n.rfind("rapl:", 0) == 0) {
+    sample.scope = SampleScope::kDevice;
+    sample.device = n;
+  }
+}
+
 std::string_view CollectorStateName(CollectorState state) {
   switch (state) {
     case CollectorState::kClosed:

@@ -1,7 +1,10 @@
-// The clock seam: every wall-clock and monotonic reading of the agent goes through here, so a
-// test installs a FakeClock and drives time (idle timeouts, day buckets, record timestamps)
-// instead of sleeping. Production reads the system clocks. I/O deadlines that asio timers own
-// (control and /metrics connections) stay on the real steady clock.
+// The clock seam: the agent's wall-clock and monotonic readings that tests drive go through
+// here, so a test installs a FakeClock and drives time (idle timeouts, day buckets, record
+// timestamps) instead of sleeping. Production reads the system clocks. Not through here: I/O
+// deadlines that asio timers own (control and /metrics connections, on the real steady clock),
+// and readings that must match the kernel's own CLOCK_MONOTONIC or CLOCK_BOOTTIME stamps of the
+// same instant (process start times, the energy sampler's counter stamps); each such reader
+// says so where it reads.
 #pragma once
 
 #include <atomic>

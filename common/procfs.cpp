@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
@@ -41,6 +42,25 @@ Result<ProcStat> ReadProcStat(const std::string& proc_root, const std::string& p
   s.stime = std::strtoull(f[15].c_str(), nullptr, 10);
   s.start_time = std::strtoull(f[22].c_str(), nullptr, 10);
   return s;
+}
+
+std::string ProcPidDir(const std::string& proc_root, pid_t pid) {
+  return proc_root + "/" + std::to_string(pid);
+}
+
+std::string ReadBoundedFile(const std::string& path, size_t limit) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[65536];
+  while (out.size() < limit) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace seqpoint

@@ -195,6 +195,12 @@ Slot SlotFor(FieldId id, GpuMetrics& m) {
       return Integer(&th.indep_status);
     case F::kAccumulationCounter:
       return Integer(&th.accumulation_counter);
+    case F::kGfxActivityAcc:
+      return Integer(&m.gfx_activity_acc);
+    case F::kMemActivityAcc:
+      return Integer(&m.mem_activity_acc);
+    case F::kPcieBandwidthAcc:
+      return Integer(&m.pcie_bandwidth_acc);
     case F::kProchotResidencyAcc:
       return Integer(&th.prochot_acc);
     case F::kPptResidencyAcc:

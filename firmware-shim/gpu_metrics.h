@@ -125,6 +125,11 @@ struct GpuMetrics {
   std::optional<double> pcie_link_width, pcie_link_speed_gts;
   std::optional<double> voltage_soc_v, voltage_gfx_v, voltage_mem_v, voltage_cpu_v;
   std::optional<double> current_cpu_a, current_soc_a, current_gfx_a;
+  // Accumulators, as read (collectors/energy/gpu_metrics_window.h takes them over a window):
+  // gfx/mem activity summed at each PMFW update ("Utilization Accumulated (%)", v1_1+; divide
+  // a window's delta by the updates in it: accumulation_counter on v1_6+, else firmware time),
+  // PCIe bandwidth summed per update (v1_4+; GB/s on v1_4/v1_5, Mbps from v1_6).
+  std::optional<uint64_t> gfx_activity_acc, mem_activity_acc, pcie_bandwidth_acc;
   std::optional<uint64_t> system_clock_ns;          // driver timestamp (boottime ns)
   std::optional<uint64_t> firmware_timestamp_10ns;  // PMFW timestamp
 };

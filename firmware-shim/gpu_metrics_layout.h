@@ -104,6 +104,11 @@ enum class FieldId : uint8_t {
   kCurrentGfx,
   kSystemClockCounter,
   kFirmwareTimestamp,
+  // Activity and link accumulators (collectors/energy/gpu_metrics_window.h reads them over a
+  // window).
+  kGfxActivityAcc,
+  kMemActivityAcc,
+  kPcieBandwidthAcc,
 };
 
 // One struct member: `count` elements of `size` bytes aligned to `align`.

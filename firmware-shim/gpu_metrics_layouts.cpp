@@ -110,7 +110,7 @@ constexpr std::array kV1_0 = {Header(),
       U16(F::kCurDclk1, "current_dclk1"), U32(F::kThrottleStatus, "throttle_status"),              \
       U16(F::kFanSpeedRpm, "current_fan_speed"), U16(F::kPcieLinkWidth, "pcie_link_width"),        \
       U16(F::kPcieLinkSpeed, "pcie_link_speed"), U16(F::kSkip, "padding"),                         \
-      U32(F::kSkip, "gfx_activity_acc"), U32(F::kSkip, "mem_activity_acc"),                        \
+      U32(F::kGfxActivityAcc, "gfx_activity_acc"), U32(F::kMemActivityAcc, "mem_activity_acc"),                        \
       U16(F::kTempHbm, "temperature_hbm", kHbm)
 
 constexpr std::array kV1_1 = {SEQPOINT_V1_1_MEMBERS};
@@ -132,7 +132,7 @@ constexpr std::array kV1_3 = {SEQPOINT_V1_1_MEMBERS,
       U16(F::kGfxActivity, "average_gfx_activity"), U16(F::kUmcActivity, "average_umc_activity")
 // The PCIe counters of v1_4 (v1_5+ add two NAK counters after them).
 #define SEQPOINT_V1_4_PCIE                                                                 \
-  U64(F::kSkip, "pcie_bandwidth_acc"), U64(F::kSkip, "pcie_bandwidth_inst"),               \
+  U64(F::kPcieBandwidthAcc, "pcie_bandwidth_acc"), U64(F::kSkip, "pcie_bandwidth_inst"),               \
       U64(F::kSkip, "pcie_l0_to_recov_count_acc"), U64(F::kSkip, "pcie_replay_count_acc"), \
       U64(F::kSkip, "pcie_replay_rover_count_acc")
 #define SEQPOINT_V1_5_NAK \
@@ -140,7 +140,7 @@ constexpr std::array kV1_3 = {SEQPOINT_V1_1_MEMBERS,
 #define SEQPOINT_V1_4_LINKS                                                             \
   U16(F::kPcieLinkWidth, "pcie_link_width"), U16(F::kPcieLinkSpeed, "pcie_link_speed"), \
       U16(F::kSkip, "xgmi_link_width"), U16(F::kSkip, "xgmi_link_speed"),               \
-      U32(F::kSkip, "gfx_activity_acc"), U32(F::kSkip, "mem_activity_acc")
+      U32(F::kGfxActivityAcc, "gfx_activity_acc"), U32(F::kMemActivityAcc, "mem_activity_acc")
 #define SEQPOINT_V1_4_CLOCKS                                                                   \
   U16(F::kCurGfxclk, "current_gfxclk", kGfxClks), U16(F::kCurSocclk, "current_socclk", kClks), \
       U16(F::kCurVclk0, "current_vclk0", kClks), U16(F::kCurDclk0, "current_dclk0", kClks),    \

@@ -96,16 +96,18 @@ struct {
   __type(value, struct sp_zero_code_state);
 } zero_code_state SEC(".maps");
 
-/* Counters read at the probes (probe_counters.h): per-task perf events of the counted threads,
- * SP_MAX_COUNTERS per thread slot; the threads and processes they belong to; the totals at the
- * begin of each hooked iteration of those processes. */
+/* Gated probes: the SL each thread's SL function last saw. LRU: entries of exited threads age
+ * out without a sweep. Not pinned: after a restart the next descriptor call sets it again. */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-  __uint(max_entries, SP_MAX_COUNTER_THREADS * SP_MAX_COUNTERS);
-  __type(key, __u32);
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct sp_zero_code_thread_key);
   __type(value, __u32);
-} counter_events SEC(".maps");
+} zero_code_pending SEC(".maps");
 
+/* Counters read at the probes (probe_counters.h): the threads of counted processes as the
+ * scheduler hook last saw them; the processes' banked totals; the totals at the begin of each
+ * hooked iteration of those processes. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, SP_MAX_COUNTER_THREADS);
@@ -357,6 +359,43 @@ static __always_inline int read_arg(struct pt_regs* ctx, __u32 index, __u64* out
   }
 }
 
+/* One SL call of an iteration (an ungated SL function, or a passed gate). */
+static __always_inline void add_sl(__u32 pid, __u32 tid, __u32 probe, struct sp_pid_state* ps,
+                                   const struct sp_zero_code_config* cfg, __u32 seq_len,
+                                   __u64 now) {
+  struct sp_zero_code_key key = {.pid = pid, .probe = probe};
+  struct sp_zero_code_state* st = bpf_map_lookup_elem(&zero_code_state, &key);
+  if (!st) {
+    struct sp_zero_code_state fresh = {.begin_ns = now};
+    bpf_map_update_elem(&zero_code_state, &key, &fresh, BPF_NOEXIST);
+    st = bpf_map_lookup_elem(&zero_code_state, &key);
+    if (!st) return;
+  }
+  /* Threads of one process race here (e.g. two streams); a lost update skews one SL of one
+   * iteration, which the boundary reports anyway. */
+  if (st->calls == 0) {
+    st->seq_len = seq_len;
+    if (hook_wanted(pid, st->iter, seq_len)) {
+      st->flags |= SP_FLAG_HOOKED;
+      struct sp_event e = {.iter = st->iter,
+                           .begin_ns = st->begin_ns,
+                           .pid = pid,
+                           .tid = tid,
+                           .seq_len = seq_len,
+                           .kind = SP_EVENT_BEGIN,
+                           .flags = SP_FLAG_HOOKED | SP_FLAG_ZERO_CODE,
+                           .probe = probe + 1};
+      submit(&e, true, ps);
+      counters_begin(pid, tid, st->iter);
+    }
+  } else if (cfg->reduce == SP_REDUCE_MAX) {
+    if (seq_len > st->seq_len) st->seq_len = seq_len;
+  } else if (cfg->reduce == SP_REDUCE_LAST) {
+    st->seq_len = seq_len;
+  }
+  st->calls += 1;
+}
+
 SEC("uprobe")
 int sp_sl_call(struct pt_regs* ctx) {
   __u64 now = bpf_ktime_get_ns();
@@ -383,38 +422,42 @@ int sp_sl_call(struct pt_regs* ctx) {
   }
   if (cfg->arg_bytes == 4) raw &= 0xffffffffull;
   __u32 seq_len = raw > 0xffffffffull ? 0xffffffffu : (__u32)raw;
+  if (cfg->gated) { /* only recorded: the gate decides whether it is an iteration's */
+    struct sp_zero_code_thread_key tk = {.pid = pid, .tid = tid, .probe = probe};
+    bpf_map_update_elem(&zero_code_pending, &tk, &seq_len, BPF_ANY);
+    return 0;
+  }
+  add_sl(pid, tid, probe, ps, cfg, seq_len, now);
+  return 0;
+}
 
-  struct sp_zero_code_key key = {.pid = pid, .probe = probe};
-  struct sp_zero_code_state* st = bpf_map_lookup_elem(&zero_code_state, &key);
-  if (!st) {
-    struct sp_zero_code_state fresh = {.begin_ns = now};
-    bpf_map_update_elem(&zero_code_state, &key, &fresh, BPF_NOEXIST);
-    st = bpf_map_lookup_elem(&zero_code_state, &key);
-    if (!st) return 0;
+/* The gate of a gated probe (cudnnRNNForward): passes when its argument gate_arg equals
+ * gate_value (CUDNN_FWD_MODE_TRAINING), with the SL its thread's SL function last recorded. */
+SEC("uprobe")
+int sp_gate(struct pt_regs* ctx) {
+  __u64 now = bpf_ktime_get_ns();
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 pid = id >> 32, tid = (__u32)id;
+  __u32 probe = bpf_get_attach_cookie(ctx) & SP_COOKIE_PROBE_MASK;
+  struct sp_pid_state* ps = pid_hit(pid);
+  if (!ps) return 0;
+  struct sp_zero_code_config* cfg = bpf_map_lookup_elem(&zero_code_config, &probe);
+  if (!cfg || !cfg->gated) return 0;
+  __u64 raw = 0;
+  if (read_arg(ctx, cfg->gate_arg, &raw) != 0) {
+    count(SP_STAT_ARG_FAULT);
+    return 0;
   }
-  /* Threads of one process race here (e.g. two streams); a lost update skews one SL of one
-   * iteration, which the boundary reports anyway. */
-  if (st->calls == 0) {
-    st->seq_len = seq_len;
-    if (hook_wanted(pid, st->iter, seq_len)) {
-      st->flags |= SP_FLAG_HOOKED;
-      struct sp_event e = {.iter = st->iter,
-                           .begin_ns = st->begin_ns,
-                           .pid = pid,
-                           .tid = tid,
-                           .seq_len = seq_len,
-                           .kind = SP_EVENT_BEGIN,
-                           .flags = SP_FLAG_HOOKED | SP_FLAG_ZERO_CODE,
-                           .probe = probe + 1};
-      submit(&e, true, ps);
-      counters_begin(pid, tid, st->iter);
-    }
-  } else if (cfg->reduce == SP_REDUCE_MAX) {
-    if (seq_len > st->seq_len) st->seq_len = seq_len;
-  } else if (cfg->reduce == SP_REDUCE_LAST) {
-    st->seq_len = seq_len;
+  /* An enum or int argument: compare its low 32 bits (the upper half of the register is
+   * undefined for a 32-bit argument). */
+  if ((raw & 0xffffffffull) != (cfg->gate_value & 0xffffffffull)) return 0;
+  struct sp_zero_code_thread_key tk = {.pid = pid, .tid = tid, .probe = probe};
+  __u32* seq_len = bpf_map_lookup_elem(&zero_code_pending, &tk);
+  if (!seq_len) {
+    count(SP_STAT_GATE_NO_SL);
+    return 0;
   }
-  st->calls += 1;
+  add_sl(pid, tid, probe, ps, cfg, *seq_len, now);
   return 0;
 }
 

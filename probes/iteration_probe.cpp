@@ -41,16 +41,12 @@ Status CheckBtf(const std::string& btf_path) {
   return Status::Ok();
 }
 
-// The counter path (probe_counters.h) reads per-task perf events with
-// bpf_perf_event_read_value from uprobes and from the sched_switch raw tracepoint: a runtime
-// feature probe, libbpf-tools style. Empty when both can.
+// The counter path (probe_counters.h) is a raw tracepoint on sched_switch (and on
+// sched_process_exec) that reads task fields through CO-RE: a runtime feature probe, libbpf-tools
+// style. Empty when the kernel can run it.
 std::string CountersWhyNot() {
-  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_perf_event_read_value, nullptr) <= 0) {
-    return "this kernel has no bpf_perf_event_read_value for uprobes (Linux 4.15+)";
-  }
-  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_perf_event_read_value,
-                              nullptr) <= 0) {
-    return "this kernel has no bpf_perf_event_read_value for raw tracepoints (Linux 4.17+)";
+  if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, nullptr) <= 0) {
+    return "this kernel cannot run raw tracepoint BPF programs (Linux 4.17+)";
   }
   return "";
 }
@@ -124,11 +120,16 @@ Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
   if (!self->zero_code_supported_) {
     bpf_program__set_autoload(raw->progs.sp_sl_call, false);
     bpf_program__set_autoload(raw->progs.sp_boundary, false);
+    bpf_program__set_autoload(raw->progs.sp_gate, false);
   }
 
   self->counters_why_not_ = config.counters ? CountersWhyNot() : "turned off";
   raw->rodata->counters_on = self->counters_why_not_.empty() ? 1 : 0;
-  if (!self->counters_why_not_.empty()) bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
+  if (!self->counters_why_not_.empty()) {
+    bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
+    bpf_program__set_autoload(raw->progs.sp_cnt_exec, false);
+    bpf_program__set_autoload(raw->progs.sp_cnt_seed, false);
+  }
 
   if (!config.pin_dir.empty()) SEQPOINT_RETURN_IF_ERROR(PinSharedMaps(raw, config.pin_dir));
 
@@ -160,7 +161,7 @@ Result<LinkPtr> IterationProbeSkeleton::AttachUsdt(int pid, const std::string& b
 
 Result<LinkPtr> IterationProbeSkeleton::AttachZeroCode(int pid, const std::string& binary,
                                                        const std::string& function, uint32_t probe,
-                                                       bool boundary) {
+                                                       ZeroCodeRole role) {
   if (!zero_code_supported_) {
     return Unsupported(
         "zero-code probes need BPF cookies (Linux 5.15+), which this kernel lacks; "
@@ -169,8 +170,12 @@ Result<LinkPtr> IterationProbeSkeleton::AttachZeroCode(int pid, const std::strin
   ClearLibbpfLog();
   LIBBPF_OPTS(bpf_uprobe_opts, opts);
   opts.func_name = function.c_str();
-  opts.bpf_cookie = probe | (boundary ? SP_COOKIE_ROLE_BOUNDARY : 0u);
-  bpf_program* prog = boundary ? skel_->progs.sp_boundary : skel_->progs.sp_sl_call;
+  opts.bpf_cookie = probe | (role == ZeroCodeRole::kBoundary ? SP_COOKIE_ROLE_BOUNDARY
+                             : role == ZeroCodeRole::kGate   ? SP_COOKIE_ROLE_GATE
+                                                             : 0u);
+  bpf_program* prog = role == ZeroCodeRole::kBoundary ? skel_->progs.sp_boundary
+                      : role == ZeroCodeRole::kGate   ? skel_->progs.sp_gate
+                                                      : skel_->progs.sp_sl_call;
   bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid, binary.c_str(), 0, &opts);
   if (link == nullptr) {
     return LibbpfError(
@@ -207,9 +212,6 @@ int IterationProbeSkeleton::wanted_sls_fd() const { return bpf_map__fd(skel_->ma
 int IterationProbeSkeleton::zero_code_state_fd() const {
   return bpf_map__fd(skel_->maps.zero_code_state);
 }
-int IterationProbeSkeleton::counter_events_fd() const {
-  return bpf_map__fd(skel_->maps.counter_events);
-}
 int IterationProbeSkeleton::counter_threads_fd() const {
   return bpf_map__fd(skel_->maps.counter_threads);
 }
@@ -228,6 +230,40 @@ Result<LinkPtr> IterationProbeSkeleton::AttachSchedSwitch() {
   return LinkPtr(link);
 }
 
+Result<LinkPtr> IterationProbeSkeleton::AttachCountersExec() {
+  if (!counters_supported()) return Unsupported("probe counters: " + counters_why_not_);
+  ClearLibbpfLog();
+  bpf_link* link = bpf_program__attach(skel_->progs.sp_cnt_exec);
+  if (link == nullptr) return LibbpfError("attaching the exec counter program", errno);
+  return LinkPtr(link);
+}
+
+Status IterationProbeSkeleton::SeedCounterThreads(int pid) {
+  if (!counters_supported()) return Unsupported("probe counters: " + counters_why_not_);
+  union bpf_iter_link_info info {};
+  info.task.pid = static_cast<uint32_t>(pid);  // the threads of this process only (Linux 6.1+)
+  LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+  opts.link_info = &info;
+  opts.link_info_len = sizeof(info);
+  ClearLibbpfLog();
+  LinkPtr link(bpf_program__attach_iter(skel_->progs.sp_cnt_seed, &opts));
+  if (!link) {
+    // Older kernels refuse the pid filter: walk every task, the program skips other processes.
+    link.reset(bpf_program__attach_iter(skel_->progs.sp_cnt_seed, nullptr));
+  }
+  if (!link) return LibbpfError("attaching the counter seeding iterator", errno);
+  int fd = bpf_iter_create(bpf_link__fd(link.get()));
+  if (fd < 0) return LibbpfError("creating the counter seeding iterator", errno);
+  char buf[64];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) {
+  }
+  const int err = errno;
+  ::close(fd);
+  if (n < 0) return LibbpfError("running the counter seeding iterator", err);
+  return Status::Ok();
+}
+
 std::array<uint64_t, SP_STAT_COUNT> IterationProbeSkeleton::ReadStats() const {
   std::array<uint64_t, SP_STAT_COUNT> totals{};
   int cpus = libbpf_num_possible_cpus();
@@ -244,7 +280,8 @@ std::array<uint64_t, SP_STAT_COUNT> IterationProbeSkeleton::ReadStats() const {
 Result<std::set<uint32_t>> LoadedSeqpointProgramIds() {
   static const char* const kOurs[] = {"sp_usdt_begin", "sp_usdt_end", "sp_sl_call",
                                       "sp_boundary",   "sp_exec",     "sp_exit",
-                                      "sp_dl_state",   "sp_sched_switch"};
+                                      "sp_dl_state",   "sp_sched_switch", "sp_gate",
+                                      "sp_cnt_exec"};
   std::set<uint32_t> ids;
   uint32_t id = 0;
   errno = 0;

@@ -38,20 +38,54 @@ enum sp_event_flag {
   SP_FLAG_EXITED = 1u << 8,    /* user side: the process exited (or was detached) mid-iteration */
 };
 
-/* Perf counters read by the probes themselves (probe_counters.h): at most this many events per
- * process, opened on each of its threads; the perf event array holds SP_MAX_COUNTERS entries per
- * thread slot. */
+/* Software counters read by the probes themselves (probe_counters.h): at most this many per
+ * process. They are kept by the scheduler hook per process over all its threads (no per-thread
+ * perf events), so any number of threads is counted; SP_MAX_COUNTER_THREADS bounds the threads
+ * of counted processes tracked at once. */
 #define SP_MAX_COUNTERS 4
-#define SP_MAX_COUNTER_THREADS 4096
+#define SP_MAX_COUNTER_THREADS 65536
 
-enum sp_counter_flag {
-  SP_COUNTERS_OTHERS_RUNNING = 1u << 0, /* another counted thread of the process was on a CPU at
-                                           begin or end: its run since its last switch-in is
-                                           missing from the deltas */
-  SP_COUNTERS_UNCOUNTED_THREAD = 1u << 1, /* a thread with no events yet (created since the
-                                             last registration) ran inside the window */
-  SP_COUNTERS_READ_FAILED = 1u << 2,      /* a read failed (bpf_perf_event_read_value) */
+/* What a probe counter counts (sp_counter_proc.kinds[i]); each matches the perf software event
+ * of the same name, summed over the process's threads. */
+enum sp_counter_kind {
+  SP_KIND_ON_CPU_NS = 1,   /* task-clock, cpu-clock: time on a CPU (se.sum_exec_runtime) */
+  SP_KIND_SWITCHES = 2,    /* context-switches: switch-outs */
+  SP_KIND_MIGRATIONS = 3,  /* cpu-migrations: se.nr_migrations */
+  SP_KIND_FAULTS = 4,      /* page-faults: min_flt + maj_flt */
+  SP_KIND_MIN_FAULTS = 5,  /* minor-faults */
+  SP_KIND_MAJ_FAULTS = 6,  /* major-faults */
 };
+
+/* Why a counter of an iteration is missing (its bit in counter_mask is clear): set in
+ * counter_flags; a value the probes cannot stand behind is never sent. */
+enum sp_counter_flag {
+  SP_COUNTERS_OTHERS_RUNNING = 1u << 0, /* another thread was on a CPU at begin or end: its page
+                                           faults since its switch-in cannot be read (fault
+                                           kinds only; time, switches, migrations stay exact) */
+  SP_COUNTERS_UNCOUNTED_THREAD = 1u << 1, /* a thread ran inside the window whose switch-in the
+                                             hook did not see (the thread table was full, or the
+                                             probing thread itself was never seen) */
+  SP_COUNTERS_READ_FAILED = 1u << 2,      /* no consistent snapshot: the process's threads kept
+                                             switching while the probe read them */
+  SP_COUNTERS_IMPLAUSIBLE = 1u << 3,      /* a value no process could produce (more CPU time than
+                                             wall time x usable CPUs, or a count going back) */
+  SP_COUNTERS_EXEC = 1u << 4,             /* the process called exec inside the window */
+};
+
+/* The plausibility guard, shared by the probes and the user side (and its tests): whether a
+ * counter delta from `begin` to `end` of kind `kind`, over `wall_ns` of wall time in a process
+ * whose threads may use `cpus` CPUs, is one a process could produce. Counts never go back; time
+ * on a CPU never exceeds wall time x CPUs (1 us per CPU of slack: the two snapshots' clock reads
+ * are not the switch hook's). */
+static inline int sp_counter_plausible(__u64 begin, __u64 end, __u32 kind, __u64 wall_ns,
+                                       __u32 cpus) {
+  if (end < begin) return 0;
+  if (kind == SP_KIND_ON_CPU_NS) {
+    __u64 n = cpus == 0 ? 1 : cpus;
+    if (end - begin > (wall_ns + 1000) * n) return 0;
+  }
+  return 1;
+}
 
 /* One ring-buffer record. Timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC. */
 struct sp_event {
@@ -66,10 +100,10 @@ struct sp_event {
   __u32 kind;  /* enum sp_event_kind */
   __u32 flags; /* enum sp_event_flag */
   __u32 probe; /* 0: USDT; 1 + index of the zero-code probe */
-  __u32 pad;
+  __u32 cpus;  /* SP_EVENT_END with counters: CPUs the ending thread may run on */
   /* SP_EVENT_END of a hooked iteration of a process with counters: the process's counts from
    * begin to end, summed over its threads (probe_counters.h); bit i of counter_mask says
-   * counters[i] holds one. */
+   * counters[i] holds one, counter_flags why one is missing. */
   __u64 counters[SP_MAX_COUNTERS];
   __u32 counter_mask;
   __u32 counter_flags; /* enum sp_counter_flag */
@@ -147,8 +181,23 @@ struct sp_zero_code_config {
   __u32 arg_bytes; /* 4 or 8 */
   __u32 deref;     /* 1: the argument points at the value (Fortran BLAS, int*) */
   __u32 reduce;    /* enum sp_sl_reduce */
+  /* Gated probes (probes/zero_code_probe.h): the SL function only records the thread's latest
+   * SL (zero_code_pending); a call of the gate function whose argument gate_arg equals
+   * gate_value is the iteration's SL call. */
+  __u32 gated;
+  __u32 gate_arg;
+  __u64 gate_value;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_zero_code_config) == 16, "sp_zero_code_config layout");
+SP_STATIC_ASSERT(sizeof(struct sp_zero_code_config) == 32, "sp_zero_code_config layout");
+
+/* The SL a gated probe's SL function last saw in one thread. */
+struct sp_zero_code_thread_key {
+  __u32 pid;
+  __u32 tid;
+  __u32 probe;
+  __u32 pad;
+};
+SP_STATIC_ASSERT(sizeof(struct sp_zero_code_thread_key) == 16, "sp_zero_code_thread_key layout");
 
 struct sp_zero_code_key {
   __u32 pid;
@@ -168,36 +217,66 @@ SP_STATIC_ASSERT(sizeof(struct sp_zero_code_state) == 32, "sp_zero_code_state la
 
 /* Cookie of a zero-code uprobe: probe index in the low bits, role in bit 8. */
 #define SP_COOKIE_ROLE_BOUNDARY (1u << 8)
+#define SP_COOKIE_ROLE_GATE (1u << 9)
 #define SP_COOKIE_PROBE_MASK 0xffu
 
-/* A thread whose perf events sit in the perf event array at slot * SP_MAX_COUNTERS + i. */
+/* A thread of a counted process, as the scheduler hook last saw it. Written only by the hook
+ * on the thread's own CPU, and once by the seeding iterator when the process is armed. */
+enum sp_thread_state {
+  SP_THREAD_OFF = 0, /* off a CPU; its counts up to its last switch-out are banked */
+  SP_THREAD_ON = 1,  /* on a CPU since in_ns */
+};
 struct sp_counter_thread {
   __u32 pid;
-  __u32 slot;
-  __u32 on_cpu; /* between its switch-in and switch-out, as seen by sp_sched_switch */
-  __u32 pad;
-  __u64 last[SP_MAX_COUNTERS]; /* its counts when last banked into the process */
+  __u32 state;      /* enum sp_thread_state */
+  __u64 in_ns;      /* switch-in time (SP_THREAD_ON) */
+  __u64 runtime_in; /* its se.sum_exec_runtime at switch-in; 0: seeded on a CPU, not known */
+  __u64 min_flt;    /* its fault counts at switch-in */
+  __u64 maj_flt;
+  __u64 migrations; /* its se.nr_migrations when last banked */
 };
 SP_STATIC_ASSERT(sizeof(struct sp_counter_thread) == 48, "sp_counter_thread layout");
 
-/* A process with counters: the sum of its threads' counts up to each one's last bank. */
-struct sp_counter_proc {
-  __u32 count;   /* events per thread (<= SP_MAX_COUNTERS); set by the user side */
-  __u32 running; /* its counted threads on a CPU now */
-  __u64 banked[SP_MAX_COUNTERS];
-  __u64 uncounted_runs; /* switch-outs of its threads that have no events (new threads) */
-  __u64 read_errors;
+/* The values the probes snapshot for a process: each counter kind is one of these. */
+struct sp_counter_totals {
+  __u64 on_cpu_ns;
+  __u64 switches;
+  __u64 migrations;
+  __u64 min_flt;
+  __u64 maj_flt;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_counter_proc) == 56, "sp_counter_proc layout");
+SP_STATIC_ASSERT(sizeof(struct sp_counter_totals) == 40, "sp_counter_totals layout");
 
-/* The process's totals at the begin of a hooked iteration, keyed like `inflight`. */
+/* A counted process. The hook banks each thread's run into it at switch-out; the time of its
+ * threads on a CPU now is running x now - in_sum. Writers on several CPUs at once: every field
+ * below `busy` changes only between busy += 1 and gen += 1, busy -= 1, so a reader that sees
+ * busy == 0 and the same gen before and after its reads has a consistent snapshot. */
+struct sp_counter_proc {
+  __u32 count;    /* counters (<= SP_MAX_COUNTERS); set by the user side */
+  __u32 kinds[SP_MAX_COUNTERS]; /* enum sp_counter_kind of each; set by the user side */
+  __u32 busy;     /* writers inside an update now */
+  __u64 gen;      /* completed updates */
+  __u64 running;  /* threads SP_THREAD_ON */
+  __u64 in_sum;   /* sum of their in_ns */
+  struct sp_counter_totals banked;
+  __u64 unknown_runs; /* switch-outs of runs whose switch-in was not seen */
+  __u64 untracked;    /* threads with no record: the thread table was full */
+  __u64 execs;        /* exec calls */
+  __u64 snapshot_retries; /* snapshots retried because the hook was writing */
+};
+SP_STATIC_ASSERT(sizeof(struct sp_counter_proc) == 120, "sp_counter_proc layout");
+
+/* The process's snapshot at the begin of a hooked iteration, keyed like `inflight`. */
 struct sp_counter_begin {
-  __u64 values[SP_MAX_COUNTERS];
-  __u64 uncounted_runs;
+  struct sp_counter_totals values;
+  __u64 now_ns;       /* the snapshot's time */
+  __u64 unknown_runs; /* the proc's, at begin */
+  __u64 untracked;
+  __u64 execs;
   __u32 flags; /* enum sp_counter_flag seen at begin */
   __u32 pad;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 48, "sp_counter_begin layout");
+SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 80, "sp_counter_begin layout");
 
 /* Global counters (per-CPU array; the user side sums the CPUs). */
 enum sp_stat {
@@ -215,7 +294,10 @@ enum sp_stat {
   SP_STAT_EMPTY_BOUNDARY, /* zero-code boundary with no SL call since the last one */
   SP_STAT_WAKEUPS,        /* records submitted with an immediate wakeup */
   SP_STAT_COUNTER_WINDOWS, /* hooked iterations whose counters were read at both probes */
-  SP_STAT_COUNTER_READ_FAIL, /* failed bpf_perf_event_read_value calls */
+  SP_STAT_COUNTER_READ_FAIL, /* counter snapshots given up: no consistent read */
+  SP_STAT_COUNTER_IMPLAUSIBLE, /* counter values rejected by sp_counter_plausible */
+  SP_STAT_COUNTER_FLAGGED,   /* counter windows sent with a counter left out (counter_flags) */
+  SP_STAT_GATE_NO_SL,     /* zero-code gate passed with no SL recorded in its thread */
   SP_STAT_COUNT,
 };
 

@@ -49,10 +49,11 @@ class IterationProbeSkeleton {
   // USDT seqpoint:iteration_begin (begin = true) or iteration_end in `binary` (a path the agent
   // can open, e.g. /proc/PID/root/...) for process `pid`.
   Result<LinkPtr> AttachUsdt(int pid, const std::string& binary, bool begin);
-  // Uprobe at the entry of `function` in `binary` for `pid`: the SL function or the boundary
-  // function of zero-code probe `probe`.
+  // Uprobe at the entry of `function` in `binary` for `pid`: the SL, boundary or gate function
+  // of zero-code probe `probe`.
+  enum class ZeroCodeRole { kSl, kBoundary, kGate };
   Result<LinkPtr> AttachZeroCode(int pid, const std::string& binary, const std::string& function,
-                                 uint32_t probe, bool boundary);
+                                 uint32_t probe, ZeroCodeRole role);
 
   // Rewrites entry `index` of the zero-code probe table (a config reload). The caller makes
   // sure no attached uprobe carries that index in its cookie.
@@ -65,8 +66,13 @@ class IterationProbeSkeleton {
   // Whether the probes read perf counters (probe_counters.h); why not, when they do not.
   bool counters_supported() const { return counters_why_not_.empty(); }
   const std::string& counters_why_not() const { return counters_why_not_; }
-  // sp_sched_switch, which banks counted threads as they leave a CPU (counters only).
+  // sp_sched_switch, which banks counted threads as they switch (counters only), and
+  // sp_cnt_exec, which follows a thread that calls exec to its new tid.
   Result<LinkPtr> AttachSchedSwitch();
+  Result<LinkPtr> AttachCountersExec();
+  // Gives every thread of `pid` (registered in counter_procs) a record in counter_threads, as if
+  // it switched in now when it is on a CPU (sp_cnt_seed).
+  Status SeedCounterThreads(int pid);
   uint32_t ring_buffer_bytes() const { return ring_buffer_bytes_; }
 
   int events_fd() const;
@@ -76,7 +82,6 @@ class IterationProbeSkeleton {
   int wanted_iters_fd() const;
   int wanted_sls_fd() const;
   int zero_code_state_fd() const;
-  int counter_events_fd() const;
   int counter_threads_fd() const;
   int counter_procs_fd() const;
   int counter_begins_fd() const;

@@ -36,6 +36,7 @@ IterationEvent FromRecord(const sp_event& r) {
   for (size_t i = 0; i < SP_MAX_COUNTERS; ++i) e.counters[i] = r.counters[i];
   e.counter_mask = r.counter_mask;
   e.counter_flags = r.counter_flags;
+  e.cpus = r.cpus;
   return e;
 }
 
@@ -55,8 +56,13 @@ std::vector<Key> KeysWhere(int fd, Match match) {
 }
 
 sp_zero_code_config BpfConfig(const ZeroCodeProbe& probe) {
-  return {probe.arg_index, probe.arg_bytes, probe.deref ? 1u : 0u,
-          static_cast<uint32_t>(probe.reduce)};
+  return {probe.arg_index,
+          probe.arg_bytes,
+          probe.deref ? 1u : 0u,
+          static_cast<uint32_t>(probe.reduce),
+          probe.gated() ? 1u : 0u,
+          probe.gate_arg,
+          probe.gate_value};
 }
 
 }  // namespace
@@ -111,7 +117,7 @@ Result<std::unique_ptr<IterationProbes>> IterationProbes::Create(
   auto skel = IterationProbeSkeleton::Load(config);
   if (!skel.ok()) return skel.status();
   self->skel_ = std::move(*skel);
-  self->counters_ = std::make_unique<ProbeCounters>(self->skel_.get(), options.proc_root);
+  self->counters_ = std::make_unique<ProbeCounters>(self->skel_.get());
   self->slots_ = options.zero_code;
   for (uint32_t i = 0; i < options.zero_code.size(); ++i) self->slot_of_.push_back(i);
   auto ring = RingReader::Open(self->skel_->events_fd());
@@ -126,7 +132,7 @@ int IterationProbes::OnRecord(void* ctx, void* data, size_t size) {
   ++self->stats_.received;
   // A shorter record is an older generation's (a pinned ring left by an older agent): the
   // layout only ever grows at its end, so its fields are a prefix of ours.
-  if (size > sizeof(sp_event) || size < offsetof(sp_event, pad) + sizeof(uint32_t)) {
+  if (size > sizeof(sp_event) || size < offsetof(sp_event, cpus) + sizeof(uint32_t)) {
     ++self->stats_.malformed;
     return 0;
   }
@@ -208,7 +214,9 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       int s = static_cast<int>(slot_of_[t.probe]);
       if (slot < 0) slot = s;
       if (s != slot) continue;
-      key = (t.kind == AttachTarget::Kind::kBoundaryFunction ? "boundary:" : "sl:") +
+      key = (t.kind == AttachTarget::Kind::kBoundaryFunction ? "boundary:"
+             : t.kind == AttachTarget::Kind::kGateFunction   ? "gate:"
+                                                             : "sl:") +
             std::to_string(s) + ":" + t.mapped_path;
     }
     if (att.links.count(key) > 0) continue;
@@ -226,11 +234,17 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       }
       source = "usdt " + t.mapped_path;
     } else {
-      bool boundary = t.kind == AttachTarget::Kind::kBoundaryFunction;
+      using Role = IterationProbeSkeleton::ZeroCodeRole;
+      Role role = t.kind == AttachTarget::Kind::kBoundaryFunction ? Role::kBoundary
+                  : t.kind == AttachTarget::Kind::kGateFunction   ? Role::kGate
+                                                                  : Role::kSl;
       link = skel_->AttachZeroCode(pid, t.open_path, t.function, static_cast<uint32_t>(slot),
-                                   boundary);
-      source = "zero-code " + slots_[slot].name + (boundary ? " boundary " : " ") + t.function +
-               " in " + t.mapped_path;
+                                   role);
+      source = "zero-code " + slots_[slot].name +
+               (role == Role::kBoundary ? " boundary "
+                : role == Role::kGate   ? " gate "
+                                        : " ") +
+               t.function + " in " + t.mapped_path;
     }
     if (!link.ok()) {
       att.links.erase(key + ":end");
@@ -472,7 +486,6 @@ Result<int> IterationProbes::Poll(int timeout_ms) {
     ring_->Commit();
     ++stats_.forced_commits;
   }
-  counters_->Refresh();  // threads created since: counted from now on
   return rest;
 }
 

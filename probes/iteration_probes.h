@@ -67,7 +67,8 @@ struct IterationEvent {
   // counts from begin to end probe; bit i of counter_mask says counters[i] holds one.
   std::array<uint64_t, SP_MAX_COUNTERS> counters{};
   uint32_t counter_mask = 0;
-  uint32_t counter_flags = 0;  // enum sp_counter_flag
+  uint32_t counter_flags = 0;  // enum sp_counter_flag: why a counter is missing
+  uint32_t cpus = 0;           // CPUs the ending thread could use (the plausibility guard's)
 
   bool complete() const {
     return begin_ns != 0 && end_ns != 0 &&
@@ -212,6 +213,9 @@ class IterationProbes {
     bool alive = false;
   };
   const std::vector<CarriedOver>& carried_over() const { return carried_; }
+  // Pinned: the pin trees of other daemons that can never come back for them, removed at
+  // Create (SweepOrphanInstances); the owner logs them.
+  const std::vector<SweptInstance>& swept_orphans() const { return swept_; }
   bool pinned() const { return pins_ != nullptr; }
   const std::string& pin_generation_dir() const { return pins_->dir(); }
   uint64_t uncommitted_bytes() const { return ring_->uncommitted(); }
@@ -258,6 +262,7 @@ class IterationProbes {
   std::unique_ptr<IterationProbeSkeleton> skel_;  // before ring_ and attached_: destroyed last
   std::unique_ptr<RingReader> ring_;
   std::map<int, Attachment> attached_;
+  std::vector<SweptInstance> swept_;
   std::unique_ptr<ProbeCounters> counters_;  // after skel_: destroyed before it
   IterationProbeStats stats_;
   // Pinning: our generation's pins, and older generations (another BPF object or ring size)

@@ -72,6 +72,8 @@ void MoveEntries(int from, int to, Mine mine) {
 
 Status IterationProbes::OpenPins(IterationProbeSkeletonConfig* config) {
   SEQPOINT_RETURN_IF_ERROR(EnsureBpffs(options_.pin_dir));
+  // Trees of daemons whose state is gone keep their links attached (and tracing) until reboot.
+  swept_ = SweepOrphanInstances(options_.pin_dir, options_.pin_instance);
   auto pins = ProbePins::Open(options_.pin_dir, options_.pin_instance,
                               IterationProbeSkeleton::Generation(*config));
   if (!pins.ok()) return pins.status();

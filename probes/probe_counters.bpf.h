@@ -1,23 +1,30 @@
-/* Perf counters read by the iteration probes themselves: the kernel half of probe_counters.h.
- * Included by iteration_probe.bpf.c after its maps (counter_events, counter_threads,
+/* Software counters read by the iteration probes themselves: the kernel half of
+ * probe_counters.h. Included by iteration_probe.bpf.c after its maps (counter_threads,
  * counter_procs, counter_begins) and count().
  *
- * Why the counts are banked per process: bpf_perf_event_read_value reads a per-task event only
- * from inside that task (kernel/events/core.c, perf_event_read_local: -EINVAL for another task,
- * -EOPNOTSUPP for an inherited event), so a probe firing in one thread cannot read its siblings.
- * Each counted thread therefore adds its counts since its last bank to the process's `banked`
- * sums whenever it leaves a CPU (sp_sched_switch runs in the leaving task, before perf switches
- * its events out) and whenever it fires a probe. At a probe, `banked` is then the process's
- * total up to that instant, exact for every thread that is off CPU at that moment: at an
- * iteration boundary a trainer's compute threads wait for the next iteration. A sibling that is
- * on a CPU at begin or end is flagged SP_COUNTERS_OTHERS_RUNNING (its run since its switch-in
- * is missing); a thread without events (created since the user side last registered the
- * process's threads) that ran in the window is flagged SP_COUNTERS_UNCOUNTED_THREAD.
+ * Every thread of a counted process, probe to probe. The scheduler hook (sp_sched_switch) sees
+ * each of the process's threads switch in and out, whoever they are and whenever they were
+ * created: at a switch-in it notes the time, the thread's runtime and fault counts; at a
+ * switch-out it banks the run into the process (its runtime by the scheduler's own account,
+ * se.sum_exec_runtime, one switch, faults; migrations happen while a thread waits and are banked
+ * at its next switch-in). A thread that is on a CPU at a probe is counted up to that instant: the
+ * process keeps how many of its threads are on a CPU and the sum of their switch-in times, so its
+ * time on CPUs now is banked + running x now - in_sum, for every thread however long it has been
+ * running (an OpenMP pool spinning across the probe, a data-loader thread). That running part is
+ * wall time since the switch-in: on a VM it includes what the hypervisor steals meanwhile (the
+ * banked part does not), as perf's task-clock always did. Page faults of a thread on another CPU cannot be read from the probing
+ * thread: only those are left out (SP_COUNTERS_OTHERS_RUNNING) when a sibling runs at a probe.
  *
- * Concurrency: a thread's `last` is written by that thread only, from its probe or its
- * switch-out; a uprobe program may be preempted by that very switch-out, so `last` advances by
- * compare-and-swap and a lost race banks nothing twice. `banked` and `running` are shared by
- * the process's threads: atomic adds.
+ * Why not per-thread perf events (the earlier design): bpf_perf_event_read_value reads a task's
+ * event only from inside that task, so a sibling on a CPU at a probe was missing its run since
+ * its switch-in (up to a time slice per thread, the errors that showed under CPU contention), and
+ * every thread needed an event opened from user space before it was counted.
+ *
+ * Concurrency: a thread's record is written by the hook on the thread's own CPU only. The
+ * process's sums are written by the hooks of its threads on any CPU: each update is bracketed by
+ * busy += 1 ... gen += 1, busy -= 1 (atomics, full barriers), and a reader retries until it read
+ * with busy == 0 and the same gen before and after (sp_counter_proc). A probe that cannot get a
+ * consistent snapshot in a few tries flags its window SP_COUNTERS_READ_FAILED.
  */
 #ifndef SEQPOINT_PROBES_PROBE_COUNTERS_BPF_H_
 #define SEQPOINT_PROBES_PROBE_COUNTERS_BPF_H_
@@ -25,46 +32,68 @@
 /* Set by the user side before load: 1 when the kernel can run the counter path. */
 const volatile __u32 counters_on = 0;
 
-/* Adds the current thread's counts since its last bank to its process. False on a read error. */
-static __always_inline bool bank_current(struct sp_counter_thread* t, struct sp_counter_proc* p) {
-  __u32 n = p->count;
-  bool ok = true;
-#pragma unroll
-  for (__u32 i = 0; i < SP_MAX_COUNTERS; ++i) {
-    if (i < n) {
-      struct bpf_perf_event_value v = {};
-      __u64 index = (__u64)t->slot * SP_MAX_COUNTERS + i;
-      if (bpf_perf_event_read_value(&counter_events, index, &v, sizeof(v)) != 0) {
-        __sync_fetch_and_add(&p->read_errors, 1);
-        count(SP_STAT_COUNTER_READ_FAIL);
-        ok = false;
-      } else {
-        __u64 old = t->last[i];
-        if (v.counter > old && __sync_val_compare_and_swap(&t->last[i], old, v.counter) == old) {
-          __sync_fetch_and_add(&p->banked[i], v.counter - old);
-        }
-      }
-    }
-  }
-  return ok;
+#define SP_TASK_DEAD 0x80 /* include/linux/sched.h: the task's last switch-out */
+#define SP_SNAPSHOT_TRIES 8
+
+static __always_inline void proc_enter(struct sp_counter_proc* p) {
+  __sync_fetch_and_add(&p->busy, 1);
+}
+static __always_inline void proc_leave(struct sp_counter_proc* p) {
+  __sync_fetch_and_add(&p->gen, 1);
+  __sync_fetch_and_add(&p->busy, -1);
 }
 
-/* Banks the calling thread, copies the process's totals into `out`; returns the flags the
- * totals carry (enum sp_counter_flag). */
-static __always_inline __u32 counters_now(__u32 pid, __u32 tid, struct sp_counter_proc* p,
-                                          __u64* out) {
-  __u32 flags = 0;
-  __u32 self_on_cpu = 0;
-  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
-  if (t && t->pid == pid) {
-    if (!bank_current(t, p)) flags |= SP_COUNTERS_READ_FAILED;
-    self_on_cpu = t->on_cpu;
-  } else {
-    flags |= SP_COUNTERS_UNCOUNTED_THREAD; /* the probing thread itself has no events yet */
+/* Reads the process's totals at `*now` (taken inside the snapshot) and the current thread's own
+ * fault counts since its switch-in. Returns false when no consistent snapshot was had. */
+static __always_inline bool proc_snapshot(struct sp_counter_proc* p, struct sp_counter_totals* out,
+                                          __u64* now, __u64* running, __u64* unknown, __u64* untracked, __u64* execs) {
+  for (int i = 0; i < SP_SNAPSHOT_TRIES; ++i) {
+    __u32 b1 = *(volatile __u32*)&p->busy;
+    __u64 g1 = *(volatile __u64*)&p->gen;
+    __u64 r = *(volatile __u64*)&p->running;
+    __u64 in = *(volatile __u64*)&p->in_sum;
+    out->on_cpu_ns = *(volatile __u64*)&p->banked.on_cpu_ns;
+    out->switches = *(volatile __u64*)&p->banked.switches;
+    out->migrations = *(volatile __u64*)&p->banked.migrations;
+    out->min_flt = *(volatile __u64*)&p->banked.min_flt;
+    out->maj_flt = *(volatile __u64*)&p->banked.maj_flt;
+    *unknown = *(volatile __u64*)&p->unknown_runs;
+    *untracked = *(volatile __u64*)&p->untracked;
+    *execs = *(volatile __u64*)&p->execs;
+    __u64 t = bpf_ktime_get_ns();
+    __u32 b2 = *(volatile __u32*)&p->busy;
+    __u64 g2 = *(volatile __u64*)&p->gen;
+    if (b1 == 0 && b2 == 0 && g1 == g2) {
+      out->on_cpu_ns += r * t - in;
+      *now = t;
+      *running = r;
+      return true;
+    }
+    __sync_fetch_and_add(&p->snapshot_retries, 1);
   }
-  if (*(volatile __u32*)&p->running > self_on_cpu) flags |= SP_COUNTERS_OTHERS_RUNNING;
-#pragma unroll
-  for (__u32 i = 0; i < SP_MAX_COUNTERS; ++i) out[i] = *(volatile __u64*)&p->banked[i];
+  return false;
+}
+
+/* The process's totals now, with the flags they carry. `self_faults` adds the probing thread's
+ * own faults since its switch-in (it is on a CPU, so they are not banked yet). */
+static __always_inline __u32 counters_now(__u32 pid, __u32 tid, struct sp_counter_proc* p,
+                                          struct sp_counter_begin* out) {
+  __u32 flags = 0;
+  __u64 running = 0;
+  if (!proc_snapshot(p, &out->values, &out->now_ns, &running, &out->unknown_runs,
+                     &out->untracked, &out->execs)) {
+    count(SP_STAT_COUNTER_READ_FAIL);
+    return SP_COUNTERS_READ_FAILED;
+  }
+  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
+  if (t && t->pid == pid && t->state == SP_THREAD_ON) {
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    out->values.min_flt += BPF_CORE_READ(task, min_flt) - t->min_flt;
+    out->values.maj_flt += BPF_CORE_READ(task, maj_flt) - t->maj_flt;
+    if (running > 1) flags |= SP_COUNTERS_OTHERS_RUNNING;
+  } else {
+    flags |= SP_COUNTERS_UNCOUNTED_THREAD; /* the probing thread's own switch-in was not seen */
+  }
   return flags;
 }
 
@@ -74,13 +103,39 @@ static __always_inline void counters_begin(__u32 pid, __u32 tid, __u64 iter) {
   struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &pid);
   if (!p) return;
   struct sp_counter_begin b = {};
-  b.flags = counters_now(pid, tid, p, b.values);
-  b.uncounted_runs = *(volatile __u64*)&p->uncounted_runs;
+  b.flags = counters_now(pid, tid, p, &b);
   struct sp_inflight_key key = {.pid = pid, .iter = iter};
   bpf_map_update_elem(&counter_begins, &key, &b, BPF_ANY);
 }
 
-/* At its end: the deltas since the begin, into the end record. */
+static __always_inline __u64 total_of(const struct sp_counter_totals* v, __u32 kind) {
+  switch (kind) {
+    case SP_KIND_ON_CPU_NS:
+      return v->on_cpu_ns;
+    case SP_KIND_SWITCHES:
+      return v->switches;
+    case SP_KIND_MIGRATIONS:
+      return v->migrations;
+    case SP_KIND_FAULTS:
+      return v->min_flt + v->maj_flt;
+    case SP_KIND_MIN_FAULTS:
+      return v->min_flt;
+    default:
+      return v->maj_flt;
+  }
+}
+
+/* Whether `flags` leaves a counter of `kind` out. */
+static __always_inline bool counter_left_out(__u32 flags, __u32 kind) {
+  if (flags & (SP_COUNTERS_UNCOUNTED_THREAD | SP_COUNTERS_READ_FAILED | SP_COUNTERS_EXEC)) {
+    return true;
+  }
+  bool faults = kind == SP_KIND_FAULTS || kind == SP_KIND_MIN_FAULTS || kind == SP_KIND_MAJ_FAULTS;
+  return faults && (flags & SP_COUNTERS_OTHERS_RUNNING);
+}
+
+/* At its end: the deltas since the begin, into the end record; a counter the probes cannot
+ * stand behind is left out of counter_mask, and counter_flags says why. */
 static __always_inline void counters_end(__u32 pid, __u32 tid, __u64 iter, struct sp_event* e) {
   if (!counters_on) return;
   struct sp_inflight_key key = {.pid = pid, .iter = iter};
@@ -88,23 +143,39 @@ static __always_inline void counters_end(__u32 pid, __u32 tid, __u64 iter, struc
   if (!b) return;
   struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &pid);
   if (p) {
-    __u64 now[SP_MAX_COUNTERS] = {};
-    __u32 flags = b->flags | counters_now(pid, tid, p, now);
-    if (*(volatile __u64*)&p->uncounted_runs != b->uncounted_runs) {
+    struct sp_counter_begin now = {};
+    __u32 flags = b->flags | counters_now(pid, tid, p, &now);
+    if (now.unknown_runs != b->unknown_runs || now.untracked != b->untracked) {
       flags |= SP_COUNTERS_UNCOUNTED_THREAD;
     }
+    if (now.execs != b->execs) flags |= SP_COUNTERS_EXEC;
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    __u32 cpus = (__u32)BPF_CORE_READ(task, nr_cpus_allowed);
+    __u64 wall = now.now_ns > b->now_ns ? now.now_ns - b->now_ns : 0;
     __u32 n = p->count;
     __u32 mask = 0;
 #pragma unroll
     for (__u32 i = 0; i < SP_MAX_COUNTERS; ++i) {
-      if (i < n && !(flags & SP_COUNTERS_READ_FAILED)) {
-        e->counters[i] = now[i] - b->values[i];
-        mask |= 1u << i;
+      if (i >= n) continue;
+      __u32 kind = p->kinds[i];
+      if (counter_left_out(flags, kind)) continue;
+      __u64 before = total_of(&b->values, kind), after = total_of(&now.values, kind);
+      if (!sp_counter_plausible(before, after, kind, wall, cpus)) {
+        flags |= SP_COUNTERS_IMPLAUSIBLE;
+        count(SP_STAT_COUNTER_IMPLAUSIBLE);
+        continue;
       }
+      e->counters[i] = after - before;
+      mask |= 1u << i;
     }
+    /* Flags that left nothing out (a sibling on a CPU with no fault counter armed) are not
+     * news: the record carries flags only when a counter is missing. */
+    if (mask == (1u << n) - 1) flags = 0;
     e->counter_mask = mask;
     e->counter_flags = flags;
+    e->cpus = cpus;
     count(SP_STAT_COUNTER_WINDOWS);
+    if (flags != 0) count(SP_STAT_COUNTER_FLAGGED);
   }
   bpf_map_delete_elem(&counter_begins, &key);
 }
@@ -116,36 +187,155 @@ static __always_inline void counters_forget(__u32 pid, __u64 iter) {
   bpf_map_delete_elem(&counter_begins, &key);
 }
 
-/* Banks a counted thread as it leaves its CPU; counts the runs of a counted process's threads
- * that have no events yet; keeps each process's count of threads on a CPU. Attached by the user
- * side only while some process has counters. */
+/* `prev` leaves its CPU at `now`: banks its run into its process. */
+static __always_inline void switch_out(struct task_struct* prev, __u64 now) {
+  __u32 tgid = BPF_CORE_READ(prev, tgid);
+  struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
+  if (!p) return;
+  __u32 tid = BPF_CORE_READ(prev, pid);
+  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
+  const bool dead = (BPF_CORE_READ(prev, __state) & SP_TASK_DEAD) != 0;
+  if (t && t->pid == tgid) {
+    proc_enter(p);
+    if (t->state == SP_THREAD_ON) {
+      /* The scheduler's own account of the run (update_curr ran just before this tracepoint):
+       * what CLOCK_THREAD_CPUTIME_ID reads, without the time a hypervisor stole. */
+      __u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
+      __u64 ran = t->runtime_in != 0 && runtime >= t->runtime_in ? runtime - t->runtime_in
+                                                                 : now - t->in_ns;
+      __sync_fetch_and_add(&p->banked.on_cpu_ns, ran);
+      __sync_fetch_and_add(&p->banked.min_flt, BPF_CORE_READ(prev, min_flt) - t->min_flt);
+      __sync_fetch_and_add(&p->banked.maj_flt, BPF_CORE_READ(prev, maj_flt) - t->maj_flt);
+      __sync_fetch_and_add(&p->in_sum, -t->in_ns);
+      __sync_fetch_and_add(&p->running, -1);
+    } else {
+      __sync_fetch_and_add(&p->unknown_runs, 1); /* a switch-in we did not see */
+    }
+    __sync_fetch_and_add(&p->banked.switches, 1);
+    proc_leave(p);
+    t->state = SP_THREAD_OFF;
+    if (dead) bpf_map_delete_elem(&counter_threads, &tid);
+  } else {
+    /* A thread running since before the process was armed and not seeded yet (sp_cnt_seed), or
+     * left out of a full table: that run is lost. From here on it is followed. */
+    proc_enter(p);
+    __sync_fetch_and_add(&p->unknown_runs, 1);
+    __sync_fetch_and_add(&p->banked.switches, 1);
+    proc_leave(p);
+    if (!dead) {
+      struct sp_counter_thread off = {.pid = tgid, .state = SP_THREAD_OFF};
+      off.migrations = BPF_CORE_READ(prev, se.nr_migrations);
+      bpf_map_update_elem(&counter_threads, &tid, &off, BPF_ANY);
+    }
+  }
+}
+
+/* `next` takes a CPU at `now`: notes when, and banks the migrations since its last run. */
+static __always_inline void switch_in(struct task_struct* next, __u64 now) {
+  __u32 tgid = BPF_CORE_READ(next, tgid);
+  struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
+  if (!p) return;
+  __u32 tid = BPF_CORE_READ(next, pid);
+  __u64 migrations = BPF_CORE_READ(next, se.nr_migrations);
+  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
+  if (!t || t->pid != tgid) {
+    /* First run seen: a thread created since arming starts from zero (it has never run). */
+    struct sp_counter_thread fresh = {.pid = tgid, .state = SP_THREAD_OFF};
+    fresh.migrations = BPF_CORE_READ(next, se.sum_exec_runtime) == 0 ? 0 : migrations;
+    if (bpf_map_update_elem(&counter_threads, &tid, &fresh, BPF_ANY) != 0) {
+      proc_enter(p);
+      __sync_fetch_and_add(&p->untracked, 1);
+      proc_leave(p);
+      return;
+    }
+    t = bpf_map_lookup_elem(&counter_threads, &tid);
+    if (!t) return;
+  }
+  proc_enter(p);
+  if (t->state == SP_THREAD_ON) { /* a switch-out we did not see: forget that run */
+    __sync_fetch_and_add(&p->in_sum, -t->in_ns);
+    __sync_fetch_and_add(&p->running, -1);
+    __sync_fetch_and_add(&p->unknown_runs, 1);
+  }
+  if (migrations > t->migrations) {
+    __sync_fetch_and_add(&p->banked.migrations, migrations - t->migrations);
+  }
+  __sync_fetch_and_add(&p->in_sum, now);
+  __sync_fetch_and_add(&p->running, 1);
+  t->in_ns = now;
+  t->runtime_in = BPF_CORE_READ(next, se.sum_exec_runtime);
+  if (t->runtime_in == 0) t->runtime_in = 1; /* a first run: 0 means "not known" */
+  t->min_flt = BPF_CORE_READ(next, min_flt);
+  t->maj_flt = BPF_CORE_READ(next, maj_flt);
+  t->migrations = migrations;
+  t->state = SP_THREAD_ON;
+  proc_leave(p);
+}
+
+/* Run by the user side when it arms a process (an iterator over the process's threads), after
+ * the process is registered: every thread gets a record, as if it switched in now if it is on a
+ * CPU. A record the hook made first is kept (BPF_NOEXIST); a thread that switches out between the
+ * insert and the sums below leaves them as if in the other order (the adds commute). So a window
+ * that begins after arming counts every thread, including one that has been spinning on a CPU
+ * since before the agent came. */
+SEC("iter/task")
+int sp_cnt_seed(struct bpf_iter__task* ctx) {
+  struct task_struct* task = ctx->task;
+  if (!task) return 0;
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
+  if (!p) return 0;
+  __u32 tid = BPF_CORE_READ(task, pid);
+  __u64 now = bpf_ktime_get_ns();
+  const bool on = BPF_CORE_READ(task, on_cpu) != 0;
+  struct sp_counter_thread t = {.pid = tgid, .state = on ? SP_THREAD_ON : SP_THREAD_OFF};
+  t.migrations = BPF_CORE_READ(task, se.nr_migrations);
+  if (on) {
+    t.in_ns = now;
+    t.min_flt = BPF_CORE_READ(task, min_flt);
+    t.maj_flt = BPF_CORE_READ(task, maj_flt);
+  }
+  if (bpf_map_update_elem(&counter_threads, &tid, &t, BPF_NOEXIST) != 0) return 0;
+  if (on) {
+    proc_enter(p);
+    __sync_fetch_and_add(&p->in_sum, now);
+    __sync_fetch_and_add(&p->running, 1);
+    proc_leave(p);
+  }
+  return 0;
+}
+
+/* Attached by the user side only while some process has counters: two hash lookups per
+ * context switch of the node otherwise. */
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sp_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next) {
-  __u32 tid = BPF_CORE_READ(prev, pid);
-  __u32 tgid = BPF_CORE_READ(prev, tgid);
-  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
-  if (t && t->pid == tgid) {
-    struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
-    if (p) {
-      bank_current(t, p);
-      if (t->on_cpu) {
-        t->on_cpu = 0;
-        __sync_fetch_and_add(&p->running, -1);
-      }
+  __u64 now = bpf_ktime_get_ns();
+  switch_out(prev, now);
+  switch_in(next, now);
+  return 0;
+}
+
+/* exec in a counted process: a thread other than the leader that calls exec takes the leader's
+ * tid (fs/exec.c, de_thread), so its record moves with it; the other threads have died (their
+ * last switch-out dropped their records). Windows across an exec are flagged. */
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(sp_cnt_exec, struct task_struct* task, pid_t old_pid) {
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
+  if (!p) return 0;
+  __u32 tid = BPF_CORE_READ(task, pid);
+  __u32 old = (__u32)old_pid;
+  if (old != tid) {
+    struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &old);
+    if (t) {
+      struct sp_counter_thread moved = *t;
+      bpf_map_update_elem(&counter_threads, &tid, &moved, BPF_ANY);
+      bpf_map_delete_elem(&counter_threads, &old);
     }
-  } else {
-    struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &tgid);
-    if (p) __sync_fetch_and_add(&p->uncounted_runs, 1);
   }
-  tid = BPF_CORE_READ(next, pid);
-  t = bpf_map_lookup_elem(&counter_threads, &tid);
-  if (t && !t->on_cpu && t->pid == BPF_CORE_READ(next, tgid)) {
-    struct sp_counter_proc* p = bpf_map_lookup_elem(&counter_procs, &t->pid);
-    if (p) {
-      t->on_cpu = 1;
-      __sync_fetch_and_add(&p->running, 1);
-    }
-  }
+  proc_enter(p);
+  __sync_fetch_and_add(&p->execs, 1);
+  proc_leave(p);
   return 0;
 }
 

@@ -1,44 +1,38 @@
-// ProbeCounters: perf counters that the iteration probes read themselves, at the begin and end
-// probes of a hooked iteration (probe_counters.bpf.h), so a measured iteration's counter window
-// is exactly its probe-to-probe window and no user-space wake-up is needed to start or stop it.
-// The deltas arrive in the iteration's end record (IterationEvent::counters).
+// ProbeCounters: software counters that the iteration probes read themselves, at the begin and
+// end probes of a hooked iteration (probe_counters.bpf.h), so a measured iteration's counter
+// window is exactly its probe-to-probe window and no user-space wake-up is needed to start or stop
+// it. The deltas arrive in the iteration's end record (IterationEvent::counters).
 //
-// Choice: per-task events, one set per thread (perf_event_open(tid, cpu = -1), inherit off),
-// not per-CPU events. bpf_perf_event_read_value reads only events local to the running
-// context: a per-CPU event counts every task on that CPU (no pid filter short of a cgroup), and
-// a thread migrating between begin and end would read two different counters; an inherited
-// event cannot be read from BPF at all. A per-task event is readable exactly when its task runs,
-// which is the case at a uprobe in that task and at its own switch-out.
+// Every thread of the process is counted, with no per-thread setup: a sched_switch program banks
+// each of its threads' runs (time on a CPU, switches, migrations, faults) into the process, and a
+// thread on a CPU at a probe is counted up to that instant from its switch-in time. Threads
+// created at any time are counted from their first run; those that exist when a process is armed
+// are seeded by a task iterator, as if they switched in then. What the probes cannot read exactly
+// is left out of the record and flagged (enum sp_counter_flag), never sent as a value: the page
+// faults of a sibling that is on another CPU at a probe; a window across an exec; a value the
+// plausibility guard (sp_counter_plausible) rejects.
 //
-// Multi-threaded trainers: a probe fires in one thread and cannot read its siblings' events,
-// so every counted thread banks its counts into its process at each switch-out (a tp_btf
-// sched_switch program, attached only while some process is armed) and at each probe; the
-// process's total at a probe is exact for every thread off CPU then. Limits, each flagged on
-// the iteration (enum sp_counter_flag), never silent:
-//  - a sibling on a CPU at begin or end (SP_COUNTERS_OTHERS_RUNNING): its run since its
-//    switch-in is missing (at most one time slice per such thread);
-//  - a thread created after Arm runs uncounted until the next Refresh() registers it
-//    (SP_COUNTERS_UNCOUNTED_THREAD): the probes count such runs and Refresh() reacts to them;
-//  - software events only (the caller's choice): hardware events need groups, multiplexing and
-//    the PMU trap check of the user-space perf collector, which stays their path.
-// Cost: the events count every iteration of an armed process (not just measured ones), and the
-// sched_switch program runs on every context switch of the node (two hash lookups) while any
-// process is armed: Disarm() when the run's budget is spent.
+// Which events: the software events perf counts per task that the scheduler hook can follow:
+// task-clock and cpu-clock (time on a CPU), context-switches, cpu-migrations, page-faults,
+// minor-faults, major-faults. Others (alignment-faults, ...) and hardware events stay with the
+// user-space perf collector. Page faults are the task's min_flt + maj_flt (what getrusage
+// reports); perf's page-faults also counts faults that end in a retry, a rare difference.
+//
+// Cost: the sched_switch program runs on every context switch of the node (two hash lookups)
+// while any process is armed: Disarm() when the run's budget is spent.
 //
 // Threads: one owner thread (IterationProbes'). Not thread-safe.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "probes/iteration_probe.h"
 #include "probes/iteration_probe_skeleton.h"
 #include "probes/libbpf_util.h"
-#include "common/status.h"
 
 namespace seqpoint::probes {
 
@@ -51,24 +45,29 @@ struct ProbeCounterEvent {
 };
 
 struct ProbeCounterProcStats {
-  size_t threads = 0;           // threads with events now
-  uint64_t registrations = 0;   // thread registrations (Arm and Refresh)
-  uint64_t uncounted_runs = 0;  // switch-outs of threads without events (BPF side)
-  uint64_t read_errors = 0;     // failed reads in the probes (BPF side)
+  uint64_t running = 0;           // threads on a CPU now (BPF side)
+  uint64_t unknown_runs = 0;      // runs whose switch-in the hook did not see (BPF side)
+  uint64_t untracked = 0;         // threads left out: the thread table was full (BPF side)
+  uint64_t execs = 0;             // exec calls seen (BPF side)
+  uint64_t snapshot_retries = 0;  // probe snapshots retried while the hook wrote (BPF side)
 };
+
+// The counter kind (enum sp_counter_kind) of a perf software event, or 0 when the probes cannot
+// count it.
+uint32_t ProbeCounterKind(const ProbeCounterEvent& event);
 
 class ProbeCounters {
  public:
-  ProbeCounters(IterationProbeSkeleton* skel, std::string proc_root)
-      : skel_(skel), proc_root_(std::move(proc_root)) {}
+  explicit ProbeCounters(IterationProbeSkeleton* skel) : skel_(skel) {}
   ~ProbeCounters() { DisarmAll(); }
   ProbeCounters(const ProbeCounters&) = delete;
   ProbeCounters& operator=(const ProbeCounters&) = delete;
 
-  // Opens `events` (1..SP_MAX_COUNTERS software events) on every thread of `pid` and registers
-  // them with the probes. Errors name the event and the fix: Unsupported (kernel path absent or
-  // event refused), PermissionDenied, NotFound (process gone), InvalidArgument. On error
-  // nothing stays armed for `pid`. Arming an armed pid again with the same events is a no-op.
+  // Counts `events` (1..SP_MAX_COUNTERS software events) over every thread of `pid` from now on.
+  // Errors name the event and the fix: Unsupported (kernel path absent, or an event the probes do
+  // not count), InvalidArgument (a hardware event, too many events), NotFound (process gone).
+  // On error nothing stays armed for `pid`. Arming an armed pid again with the same events is a
+  // no-op.
   Status Arm(int pid, const std::vector<ProbeCounterEvent>& events);
   void Disarm(int pid);
   void DisarmAll();
@@ -76,38 +75,21 @@ class ProbeCounters {
   // The events armed for `pid`, in counter order (IterationEvent::counters[i]); null if none.
   const std::vector<ProbeCounterEvent>* EventsOf(int pid) const;
 
-  // Registers the threads created since the last registration, in processes where the probes
-  // saw such a thread run, and forgets threads that have exited. Cheap when nothing changed
-  // (one map lookup per armed process): call it from every Poll.
-  void Refresh();
-
   ProbeCounterProcStats StatsOf(int pid) const;
 
  private:
-  struct Thread {
-    uint32_t slot = 0;
-    std::vector<int> fds;
-  };
   struct Proc {
     std::vector<ProbeCounterEvent> events;
-    std::map<pid_t, Thread> threads;
-    uint64_t uncounted_seen = 0;  // uncounted_runs when threads were last registered
-    uint64_t registrations = 0;
   };
 
-  // Opens and registers every listed thread not registered yet; forgets the gone ones.
-  Status RegisterThreads(int pid, Proc& proc, bool first);
-  Status OpenThread(int pid, pid_t tid, Proc& proc);
-  void ForgetThread(pid_t tid, Thread& thread);
-  Result<uint32_t> TakeSlot();
   bool ReadProc(int pid, sp_counter_proc* out) const;
+  void ForgetThreads(int pid);
+  void ForgetBegins(int pid);
 
   IterationProbeSkeleton* skel_;
-  std::string proc_root_;
   std::map<int, Proc> procs_;
-  std::vector<uint32_t> free_slots_;
-  uint32_t next_slot_ = 0;
   LinkPtr switch_link_;  // sp_sched_switch, while procs_ is not empty
+  LinkPtr exec_link_;    // sp_cnt_exec, likewise
 };
 
 }  // namespace seqpoint::probes

@@ -5,134 +5,26 @@
 #include "probes/probe_counters.h"
 
 #include <doctest/doctest.h>
-#include <linux/perf_event.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <map>
-
-#include "probes/iteration_probes.h"
-#include "probes/testing/child_process.h"
-#include "probes/testing/collecting_sink.h"
+#include "probes/testing/counter_run.h"
 
 namespace seqpoint::probes {
 namespace {
 
-using testing::ChildProcess;
 using testing::CollectingSink;
-using testing::PollUntil;
-using testing::TestProgram;
-
-const ProbeCounterEvent kTaskClock{"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK,
-                                   "ns"};
-const ProbeCounterEvent kContextSwitches{"context-switches", PERF_TYPE_SOFTWARE,
-                                         PERF_COUNT_SW_CONTEXT_SWITCHES, "count"};
-
-struct Measured {
-  std::vector<IterationEvent> ends;
-  std::map<uint64_t, uint64_t> own_cpu_ns;  // the workload's own, per iteration
-  ProbeCounterProcStats stats;
-};
-
-// Runs counter_workload with hooks on every iteration and `events` armed (when not empty).
-Measured RunWorkload(IterationProbes& probes, CollectingSink& sink,
-                     const std::vector<ProbeCounterEvent>& events, std::vector<std::string> args,
-                     Status* arm_status = nullptr) {
-  std::vector<std::string> argv{TestProgram("counter_workload"), "--wait"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto child = ChildProcess::Start(argv);
-  REQUIRE(child.ok());
-  REQUIRE(child->ReadLine().ok());
-  const int pid = child->pid();
-  auto attached = probes.AttachPid(pid);
-  REQUIRE_MESSAGE(attached.ok(), attached.status().ToString());
-  probes.SetHookMode(HookMode::kWanted);
-  REQUIRE(probes.WantSeqLen(pid, SP_ANY_SEQ_LEN, 0xffffffffu).ok());
-  if (!events.empty()) {
-    Status armed = probes.ArmCounters(pid, events);
-    if (arm_status != nullptr) {
-      *arm_status = armed;
-    } else {
-      REQUIRE_MESSAGE(armed.ok(), armed.ToString());
-    }
-  }
-  REQUIRE(child->WriteLine("go").ok());
-  Measured m;
-  // The probes are polled while the workload runs, as the daemon does: Refresh() registers
-  // the helper threads from there.
-  const int64_t deadline = testing::MonotonicMs() + 60000;
-  for (;;) {
-    REQUIRE(probes.Poll(0).ok());
-    auto line = child->ReadLine(10);
-    if (!line.ok()) {
-      REQUIRE(testing::MonotonicMs() < deadline);
-      continue;
-    }
-    unsigned long long iter = 0, ns = 0;
-    if (std::sscanf(line->c_str(), "cpu %llu %llu", &iter, &ns) == 2) m.own_cpu_ns[iter] = ns;
-    if (line->rfind("done", 0) == 0) break;
-  }
-  const size_t want = m.own_cpu_ns.size();
-  REQUIRE(PollUntil([&] { REQUIRE(probes.Poll(20).ok()); },
-                    [&] { return sink.EndsOf(pid).size() >= want; }));
-  m.stats = probes.CounterStats(pid);
-  REQUIRE(child->Wait().ok());
-  probes.DetachPid(pid);
-  m.ends = sink.EndsOf(pid);
-  return m;
-}
-
-std::unique_ptr<IterationProbes> MakeProbes(CollectingSink* sink, bool counters = true) {
-  IterationProbesOptions options;
-  options.counters = counters;
-  auto probes = IterationProbes::Create(options, sink);
-  REQUIRE_MESSAGE(probes.ok(), probes.status().ToString());
-  return std::move(*probes);
-}
-
-// Per-iteration differences between the probes' task-clock and the workload's own clocks.
-struct Agreement {
-  size_t compared = 0;
-  size_t exact_windows = 0;  // no sibling on a CPU at either probe
-  std::vector<double> rel;   // |probes - own| / own, sorted
-  std::vector<double> abs_us;
-  double Quantile(const std::vector<double>& v, double q) const {
-    return v.empty() ? 0 : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-  }
-};
-
-Agreement Compare(const Measured& m, uint64_t min_own_ns) {
-  Agreement a;
-  for (const IterationEvent& e : m.ends) {
-    REQUIRE(e.complete());
-    REQUIRE(e.counter_mask == 0x3u);
-    if (e.counter_flags & SP_COUNTERS_UNCOUNTED_THREAD) {
-      CHECK(e.iter < 10);  // only until Refresh registers threads created after arming
-      continue;
-    }
-    a.exact_windows += (e.counter_flags & SP_COUNTERS_OTHERS_RUNNING) == 0;
-    const double own = static_cast<double>(m.own_cpu_ns.at(e.iter));
-    const double probe = static_cast<double>(e.counters[0]);
-    CHECK(own >= static_cast<double>(min_own_ns));
-    a.rel.push_back(std::abs(probe - own) / own);
-    a.abs_us.push_back(std::abs(probe - own) / 1000);
-    ++a.compared;
-  }
-  std::sort(a.rel.begin(), a.rel.end());
-  std::sort(a.abs_us.begin(), a.abs_us.end());
-  MESSAGE("task-clock vs the workload's own thread CPU clocks: " << a.compared
-          << " iterations, |difference| median " << a.Quantile(a.abs_us, 0.5) << " us ("
-          << a.Quantile(a.rel, 0.5) * 100 << "%), 90th percentile " << a.Quantile(a.abs_us, 0.9)
-          << " us (" << a.Quantile(a.rel, 0.9) * 100 << "%), max " << a.Quantile(a.abs_us, 1.0)
-          << " us; " << a.exact_windows << " with no sibling on a CPU at the probes");
-  return a;
-}
+using testing::Compare;
+using testing::kContextSwitches;
+using testing::kTaskClock;
+using testing::MakeProbes;
+using testing::Measured;
+using testing::RunWorkload;
 
 // The bounds are on the median and the 90th percentile, not on every iteration: task-clock
 // counts the wall time a task holds a CPU, CLOCK_THREAD_CPUTIME_ID its sum_exec_runtime, which
-// leaves out time the hypervisor steals (CONFIG_PARAVIRT_TIME_ACCOUNTING); on a shared VM a
-// stolen slice shows in a few iterations as task-clock above the workload's own clock.
+// leaves out time the hypervisor steals (CONFIG_PARAVIRT_TIME_ACCOUNTING) and interrupts; on a
+// shared VM a stolen slice shows in a few iterations as task-clock above the workload's own clock.
+// They hold under CPU contention (tests beside them): every thread is counted up to the probe,
+// on a CPU or not.
 TEST_CASE("probe counters: task-clock per iteration matches the thread's own CPU clock") {
   if (!testing::CanUseBpf()) return;
   CollectingSink sink;
@@ -141,9 +33,10 @@ TEST_CASE("probe counters: task-clock per iteration matches the thread's own CPU
   Measured m = RunWorkload(*probes, sink, {kTaskClock, kContextSwitches},
                            {"--iters", "40", "--work-us", "2000"});
   REQUIRE(m.ends.size() == 40);
-  CHECK(m.stats.read_errors == 0);
-  Agreement a = Compare(m, 2000'000);
-  CHECK(a.compared == 40);
+  auto a = Compare(m, 2000'000, "one thread");
+  // The rest flagged, each saying why (Compare checks): under contention a few windows hold a run
+  // whose switch-in the hook did not see (0-4 of 40 beside two busy loops on 2 vCPUs).
+  CHECK(a.compared >= 34);
   // The probes' window also holds the end probe's trap and the tail of the begin probe's
   // (uprobe entry, single-step, return: tens of microseconds on a VM), which the workload's
   // clock reads cannot see; the difference is that and nothing that grows with the work.
@@ -156,19 +49,16 @@ TEST_CASE("probe counters: a multi-threaded process's task-clock is summed over 
   CollectingSink sink;
   auto probes = MakeProbes(&sink);
   REQUIRE_MESSAGE(probes->counters_why_not().empty(), probes->counters_why_not());
-  // Three helper threads, started after arming: the first iterations may run them uncounted
-  // (flagged), until Refresh registers them.
+  // Three helper threads, started after arming (counted from their first run, no registration).
   Measured m = RunWorkload(*probes, sink, {kTaskClock, kContextSwitches},
                            {"--iters", "40", "--threads", "3", "--work-us", "2000"});
   REQUIRE(m.ends.size() == 40);
-  CHECK(m.stats.registrations >= 4);  // the main thread, then the helpers
-  CHECK(m.stats.read_errors == 0);
-  Agreement a = Compare(m, 4 * 2000'000);
-  CHECK(a.compared >= 30);
-  // The workload's clocks leave out its threads' wake-ups and waits (the condition variable's
-  // futex calls, tens of microseconds per iteration); the probes count them.
-  CHECK(a.Quantile(a.rel, 0.5) < 0.02);
-  CHECK(a.Quantile(a.rel, 0.9) < 0.05);
+  auto a = Compare(m, 4 * 2000'000, "three helpers");
+  CHECK(a.compared >= 34);  // the rest flagged, as above
+  CHECK(m.stats.untracked == 0);
+  // The workload reads its threads' clocks a few microseconds inside the probes.
+  CHECK(a.Quantile(a.rel, 0.5) < 0.01);
+  CHECK(a.Quantile(a.rel, 0.9) < 0.02);
   for (const IterationEvent& e : m.ends) {
     if (e.counter_mask & 2u) CHECK(e.counters[1] >= 1);  // main waits for the helpers
   }
@@ -191,8 +81,8 @@ TEST_CASE("probe counters: fall back, saying why, when the kernel path is off or
     auto probes = MakeProbes(&sink, /*counters=*/false);
     CHECK(probes->counters_why_not() == "turned off");
     Status armed;
-    Measured m = RunWorkload(*probes, sink, {kTaskClock}, {"--iters", "3", "--work-us", "200"},
-                             &armed);
+    Measured m =
+        RunWorkload(*probes, sink, {kTaskClock}, {"--iters", "3", "--work-us", "200"}, &armed);
     CHECK(armed.code() == ErrorCode::kUnsupported);
     CHECK(armed.message().find("turned off") != std::string::npos);
     for (const IterationEvent& e : m.ends) CHECK(e.counter_mask == 0);

@@ -132,6 +132,36 @@ std::string InstancePinDir(const std::string& root, const std::string& state_dir
   return root + "/" + name;
 }
 
+std::vector<SweptInstance> SweepOrphanInstances(const std::string& root,
+                                                const std::string& self_state_dir,
+                                                const std::string& state_db_name) {
+  std::vector<SweptInstance> swept;
+  const std::string self = InstancePinDir(root, self_state_dir);
+  for (const std::string& name : Entries(root)) {
+    const std::string tree = root + "/" + name;
+    if (tree == self || name.empty() || name[0] == '#') continue;
+    struct stat st {};
+    if (stat(tree.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    const std::string state_dir = UnescapePinName(name);
+    std::string why;
+    struct stat sd {};
+    if (state_dir.empty() || state_dir[0] != '/') {
+      continue;  // not a tree of ours
+    } else if (stat(state_dir.c_str(), &sd) != 0) {
+      why = "its state directory no longer exists";
+    } else if (!S_ISDIR(sd.st_mode)) {
+      why = "its state directory is not a directory";
+    } else if (access((state_dir + "/" + state_db_name).c_str(), F_OK) != 0) {
+      why = "its state directory holds no " + state_db_name + " (not a seqpointd's)";
+    } else {
+      continue;  // its daemon may come back for it
+    }
+    auto removed = RemovePinTree(tree);
+    swept.push_back({state_dir, why, removed.ok() ? *removed : 0});
+  }
+  return swept;
+}
+
 Result<ProbePins> ProbePins::Open(const std::string& root, const std::string& instance,
                                   uint64_t generation) {
   ProbePins pins;

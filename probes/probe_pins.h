@@ -85,6 +85,20 @@ Result<int> RemovePinTree(const std::string& dir);
 // The directory holding the pins of the daemon whose state directory is `state_dir`.
 std::string InstancePinDir(const std::string& root, const std::string& state_dir);
 
+// An instance tree under `root` whose daemon can never come back for it, removed by
+// SweepOrphanInstances: its state directory no longer exists (a SIGKILLed demo's or test's
+// temporary one), or holds no `state_db_name` (not a seqpointd's).
+struct SweptInstance {
+  std::string state_dir;  // as the tree's name says
+  std::string why;
+  int pins = 0;  // pins removed (each detaches its link or frees its map)
+};
+// Removes the orphaned instance trees under `root`, never `self_state_dir`'s. Trees whose name is
+// a hash (a state directory path too long to spell) cannot be traced back and are kept.
+std::vector<SweptInstance> SweepOrphanInstances(const std::string& root,
+                                                const std::string& self_state_dir,
+                                                const std::string& state_db_name = "state.db");
+
 // The file descriptors of this process that are bpf links, from /proc/self/fd. Diffed around an
 // attach they are the kernel links it made: a libbpf USDT attach makes one uprobe link per call
 // site, owned by a libbpf object that cannot itself be pinned.

@@ -4,12 +4,15 @@
 // kernel. Needs root (skips with a message otherwise).
 #include "probes/probe_pins.h"
 
+#include <bpf/bpf.h>
 #include <dirent.h>
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "probes/iteration_probes.h"
@@ -259,6 +262,61 @@ TEST_CASE("pinned probes: RemovePins detaches what an owner left (seqpointd --un
   CHECK(*removed >= 3);  // the maps and at least the two USDT links
   CHECK(!Exists(InstancePinDir(root.dir, root.instance)));
   CHECK(ProgramsBackTo(*before));  // detached: nothing holds the programs any more
+}
+
+}  // namespace
+}  // namespace seqpoint::probes
+
+namespace seqpoint::probes {
+namespace {
+
+// A real pin (a small BPF map) at `path`, its directories made first.
+void PinAMap(const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  for (size_t at = 1; at != std::string::npos; at = dir.find('/', at + 1)) {
+    mkdir(dir.substr(0, at).c_str(), 0700);
+  }
+  mkdir(dir.c_str(), 0700);
+  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sp_sweep_test", 4, 8, 1, nullptr);
+  REQUIRE(fd >= 0);
+  REQUIRE(bpf_obj_pin(fd, path.c_str()) == 0);
+  close(fd);
+}
+
+TEST_CASE("pinned probes: at start, the trees of daemons that cannot come back are swept") {
+  if (!testing::CanUseBpf()) return;
+  PinRoot root;
+  char tmpl[] = "/tmp/sp-sweep-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string base = tmpl;
+  const std::string live = base + "/live", no_db = base + "/no-db", gone = base + "/gone";
+  mkdir(live.c_str(), 0700);
+  mkdir(no_db.c_str(), 0700);
+  FILE* db = std::fopen((live + "/state.db").c_str(), "w");
+  REQUIRE(db != nullptr);
+  std::fclose(db);
+  for (const std::string& s : {live, no_db, gone}) {
+    PinAMap(InstancePinDir(root.dir, s) + "/0123456789abcdef/map_events");
+  }
+  CollectingSink sink;
+  auto probes = Make(&sink, root.Options());  // sweeps at Create
+  std::map<std::string, std::string> swept;
+  for (const SweptInstance& s : probes->swept_orphans()) {
+    swept[s.state_dir] = s.why;
+    CHECK(s.pins == 1);
+  }
+  CHECK(swept.size() == 2);
+  CHECK(swept[gone].find("no longer exists") != std::string::npos);
+  CHECK(swept[no_db].find("not a seqpointd's") != std::string::npos);
+  CHECK_FALSE(Exists(InstancePinDir(root.dir, gone)));
+  CHECK_FALSE(Exists(InstancePinDir(root.dir, no_db)));
+  CHECK(Exists(InstancePinDir(root.dir, live) + "/0123456789abcdef/map_events"));  // kept
+  CHECK(Exists(InstancePinDir(root.dir, root.instance)));  // its own
+  probes.reset();
+  std::remove((live + "/state.db").c_str());
+  rmdir(live.c_str());
+  rmdir(no_db.c_str());
+  rmdir(base.c_str());
 }
 
 }  // namespace

@@ -88,6 +88,9 @@ class ProcessDiscovery {
   Status Start();
   // Waits up to timeout_ms for lifecycle events and handles them.
   Result<int> Poll(int timeout_ms);
+  // Whether a process waits to be examined (an exec seen moments ago): the owner polls again
+  // soon rather than at its slow cadence.
+  bool has_pending() const { return !pending_.empty(); }
   int epoll_fd() const;
 
   // Examines one process now (used by the scan, and by callers that know better).

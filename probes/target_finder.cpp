@@ -32,6 +32,8 @@ std::string AttachTarget::Key() const {
       return "sl:" + std::to_string(probe) + ":" + mapped_path;
     case Kind::kBoundaryFunction:
       return "boundary:" + std::to_string(probe) + ":" + mapped_path;
+    case Kind::kGateFunction:
+      return "gate:" + std::to_string(probe) + ":" + mapped_path;
   }
   return mapped_path;
 }
@@ -122,8 +124,22 @@ Result<ProcessTargets> TargetFinder::Find(int pid) {
                           ") is not (yet): waiting for it to be loaded");
       continue;
     }
+    const Mapping* gate = nullptr;
+    if (probe.gated()) {
+      gate = FindFunction(*mapped, probe.gate_lib(), probe.gate_function, probe.name, &out.notes);
+      if (gate == nullptr) {
+        out.notes.push_back("zero-code probe '" + probe.name + "': its gate " +
+                            probe.gate_function + " (" + probe.gate_lib() +
+                            ") is not mapped (yet): waiting for it to be loaded");
+        continue;
+      }
+    }
     out.targets.push_back(
         {AttachTarget::Kind::kSlFunction, i, sl->path, sl->open_path, probe.function});
+    if (gate != nullptr) {
+      out.targets.push_back(
+          {AttachTarget::Kind::kGateFunction, i, gate->path, gate->open_path, probe.gate_function});
+    }
     out.targets.push_back({AttachTarget::Kind::kBoundaryFunction, i, boundary->path,
                            boundary->open_path, probe.boundary_function});
   }

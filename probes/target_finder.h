@@ -21,9 +21,9 @@
 namespace seqpoint::probes {
 
 struct AttachTarget {
-  enum class Kind { kUsdt, kSlFunction, kBoundaryFunction };
+  enum class Kind { kUsdt, kSlFunction, kBoundaryFunction, kGateFunction };
   Kind kind = Kind::kUsdt;
-  uint32_t probe = 0;       // zero-code probe index (kSlFunction, kBoundaryFunction)
+  uint32_t probe = 0;       // zero-code probe index (the function kinds)
   std::string mapped_path;  // as the process sees it (/proc/PID/maps)
   std::string open_path;    // as the agent opens it (Mapping::open_path)
   std::string function;     // zero-code symbol

@@ -8,6 +8,14 @@
 //    count (batch x SL).
 //  - Reference BLAS (OpenBLAS): sgemm_(char* transa, char* transb, int* m, int* n, int* k, ...),
 //    by pointer (Fortran); libtorch's CPU GEMMs go through it.
+//  - cuDNN 9 cudnn_adv.h: cudnnSetRNNDataDescriptor(rnnDataDesc, dataType, layout, int
+//    maxSeqLength, batchSize, vectorSize, seqLengthArray, paddingFill); cudnnRNNForward(handle,
+//    rnnDesc, cudnnForwardMode_t fwdMode, devSeqLengths, xDesc, ...), CUDNN_FWD_MODE_TRAINING = 1;
+//    cudnnRNNBackwardData_v8 / cudnnRNNBackwardWeights_v8 (libcudnn_adv.so.9, CUDA 13 toolkit).
+//    PyTorch's aten/src/ATen/native/cudnn/RNN.cpp sets the x and y data descriptors before every
+//    forward and backward call, so only the gate (a training forward) tells an iteration's SL.
+//  - cuBLAS 13 cublas_api.h: cublasGemmEx / cublasSgemm_v2(handle, transa, transb, m, n, k, ...)
+//    (also _64 variants with int64_t dims, not hooked: PyTorch uses the int ones).
 //  - NCCL/RCCL nccl.h: ncclAllReduce(...) ends the backward pass of data-parallel training.
 #include "probes/zero_code_probe.h"
 
@@ -26,34 +34,71 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+ZeroCodeProbe Preset(std::string name, std::string library, std::string function, uint32_t arg,
+                     SlReduce reduce, std::string boundary_library, std::string boundary,
+                     std::string description) {
+  ZeroCodeProbe p;
+  p.name = std::move(name);
+  p.library = std::move(library);
+  p.function = std::move(function);
+  p.arg_index = arg;
+  p.reduce = reduce;
+  p.boundary_library = std::move(boundary_library);
+  p.boundary_function = std::move(boundary);
+  p.description = std::move(description);
+  return p;
+}
+
 std::vector<ZeroCodeProbe> MakePresets() {
   std::vector<ZeroCodeProbe> p;
-  p.push_back({"miopen-rnn", "libMIOpen.so", "miopenRNNForwardTraining", 2, 4, false,
-               SlReduce::kMax, "", "miopenRNNBackwardWeights",
-               "AMD MIOpen RNN: SL = sequenceLen of the forward call (largest if several)"});
-  p.push_back({"cudnn-rnn", "libcudnn", "cudnnRNNForwardTraining", 2, 4, false, SlReduce::kMax, "",
-               "cudnnRNNBackwardWeights",
-               "NVIDIA cuDNN legacy RNN API: SL = seqLength of the forward call"});
+  p.push_back(Preset("miopen-rnn", "libMIOpen.so", "miopenRNNForwardTraining", 2, SlReduce::kMax,
+                     "", "miopenRNNBackwardWeights",
+                     "AMD MIOpen RNN: SL = sequenceLen of the forward call (largest if several)"));
+  p.push_back(Preset("cudnn-rnn", "libcudnn", "cudnnRNNForwardTraining", 2, SlReduce::kMax, "",
+                     "cudnnRNNBackwardWeights",
+                     "NVIDIA cuDNN 7/8 legacy RNN API: SL = seqLength of the forward call"));
+  // cuDNN 9 (every current PyTorch): the SL is in the RNN data descriptor, set before each
+  // forward and again before each backward call; only a training forward is an iteration's.
+  ZeroCodeProbe cudnn9 =
+      Preset("cudnn9-rnn", "libcudnn_adv.so", "cudnnSetRNNDataDescriptor", 3, SlReduce::kMax, "",
+             "cudnnRNNBackwardWeights_v8",
+             "NVIDIA cuDNN 9 RNN API: SL = maxSeqLength of the data descriptor of each training "
+             "cudnnRNNForward (largest if several); boundary: cudnnRNNBackwardWeights_v8");
+  cudnn9.gate_function = "cudnnRNNForward";
+  cudnn9.gate_arg = 2;    // cudnnForwardMode_t fwdMode
+  cudnn9.gate_value = 1;  // CUDNN_FWD_MODE_TRAINING
+  p.push_back(std::move(cudnn9));
   // GEMM presets take the iteration's first GEMM: the first layer's projection, whose n is the
   // padded token count (SL x batch). The largest n is the output projection's vocabulary size,
   // the same every iteration (measured on examples/seqpoint-train: first = SL x batch on 60/60
   // iterations; max = 2826, the German vocabulary, on all of them).
-  p.push_back({"rocblas-gemm", "librocblas.so", "rocblas_gemm_ex", 4, 4, false, SlReduce::kFirst,
-               "librccl.so", "ncclAllReduce",
-               "AMD rocBLAS: SL x batch = n of the iteration's first GEMM; boundary: RCCL "
-               "all-reduce"});
-  p.push_back({"cublas-gemm", "libcublas.so", "cublasGemmEx", 4, 4, false, SlReduce::kFirst,
-               "libnccl.so", "ncclAllReduce",
-               "NVIDIA cuBLAS: SL x batch = n of the iteration's first GEMM; boundary: NCCL "
-               "all-reduce"});
-  p.push_back({"torch-cpu-adam", "libblas.so", "sgemm_", 3, 4, true, SlReduce::kFirst,
-               "libtorch_cpu.so", "_ZN5torch5optim4Adam4stepESt8functionIFN2at6TensorEvEE",
-               "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
-               "torch::optim::Adam::step"});
-  p.push_back({"torch-cpu-sgd", "libblas.so", "sgemm_", 3, 4, true, SlReduce::kFirst,
-               "libtorch_cpu.so", "_ZN5torch5optim3SGD4stepESt8functionIFN2at6TensorEvEE",
-               "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
-               "torch::optim::SGD::step"});
+  p.push_back(Preset("rocblas-gemm", "librocblas.so", "rocblas_gemm_ex", 4, SlReduce::kFirst,
+                     "librccl.so", "ncclAllReduce",
+                     "AMD rocBLAS: SL x batch = n of the iteration's first GEMM; boundary: RCCL "
+                     "all-reduce"));
+  p.push_back(Preset("cublas-gemm", "libcublas.so", "cublasGemmEx", 4, SlReduce::kFirst,
+                     "libnccl.so", "ncclAllReduce",
+                     "NVIDIA cuBLAS: SL x batch = n of the iteration's first GEMM; boundary: NCCL "
+                     "all-reduce"));
+  // PyTorch's FP32 GEMMs call cublasSgemm_v2 (half/bf16 ones cublasGemmEx): same n argument.
+  p.push_back(Preset("cublas-sgemm", "libcublas.so", "cublasSgemm_v2", 4, SlReduce::kFirst,
+                     "libnccl.so", "ncclAllReduce",
+                     "NVIDIA cuBLAS FP32: SL x batch = n of the iteration's first cublasSgemm_v2; "
+                     "boundary: NCCL all-reduce"));
+  ZeroCodeProbe torch_adam =
+      Preset("torch-cpu-adam", "libblas.so", "sgemm_", 3, SlReduce::kFirst, "libtorch_cpu.so",
+             "_ZN5torch5optim4Adam4stepESt8functionIFN2at6TensorEvEE",
+             "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
+             "torch::optim::Adam::step");
+  torch_adam.deref = true;
+  p.push_back(torch_adam);
+  ZeroCodeProbe torch_sgd = torch_adam;
+  torch_sgd.name = "torch-cpu-sgd";
+  torch_sgd.boundary_function = "_ZN5torch5optim3SGD4stepESt8functionIFN2at6TensorEvEE";
+  torch_sgd.description =
+      "libtorch (C++) on CPU: SL x batch = n of the first BLAS sgemm; boundary: "
+      "torch::optim::SGD::step";
+  p.push_back(std::move(torch_sgd));
   return p;
 }
 
@@ -90,7 +135,19 @@ Status ValidateZeroCodeProbe(const ZeroCodeProbe& p) {
     return InvalidArgument(who + ": bytes=" + std::to_string(p.arg_bytes) +
                            " is not 4 (int) or 8 (long, size_t)");
   }
+  if (p.gated() && p.gate_arg > kMaxArgIndex) {
+    return InvalidArgument(who + ": gate_arg=" + std::to_string(p.gate_arg) +
+                           " is out of range: " + "0.." + std::to_string(kMaxArgIndex));
+  }
+  if (p.gated() && p.gate_value > 0xffffffffull) {
+    return InvalidArgument(who + ": gate_value=" + std::to_string(p.gate_value) +
+                           " does not fit the 32-bit argument (an enum or int) a gate compares");
+  }
+  if (!p.gated() && !p.gate_library.empty()) {
+    return InvalidArgument(who + ": gate_lib is set but gate is not: name the gate function");
+  }
   SEQPOINT_RETURN_IF_ERROR(CheckLibrary(p, p.library, "lib"));
+  if (p.gated()) SEQPOINT_RETURN_IF_ERROR(CheckLibrary(p, p.gate_lib(), "gate_lib"));
   return CheckLibrary(p, p.boundary_lib(), "boundary_lib");
 }
 
@@ -104,8 +161,13 @@ std::string DescribeZeroCodeProbe(const ZeroCodeProbe& p) {
   const char* which = p.reduce == SlReduce::kMax    ? "the largest of"
                       : p.reduce == SlReduce::kLast ? "the last of"
                                                     : "the first of";
-  return "SL = " + std::string(p.deref ? "*" : "") + "argument " + std::to_string(p.arg_index) +
-         " of " + p.function + " (" + which + " an iteration's calls); an iteration ends at each " +
+  std::string sl = std::string(p.deref ? "*" : "") + "argument " + std::to_string(p.arg_index) +
+                   " of " + p.function;
+  if (p.gated()) {
+    sl = "the thread's last " + sl + " before each " + p.gate_function + " whose argument " +
+         std::to_string(p.gate_arg) + " is " + std::to_string(p.gate_value);
+  }
+  return "SL = " + sl + " (" + which + " an iteration's calls); an iteration ends at each " +
          "call of " + p.boundary_function + " (the first of a burst)";
 }
 
@@ -147,7 +209,7 @@ Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
     } else if (eq == std::string_view::npos || value.empty()) {
       return bad(
           "expected key=value (keys: name, lib, fn, arg, bytes, deref, reduce, "
-          "boundary_lib, boundary)");
+          "boundary_lib, boundary, gate_lib, gate, gate_arg, gate_value)");
     } else if (key == "name") {
       p.name = value;
     } else if (key == "lib") {
@@ -171,10 +233,20 @@ Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
       p.boundary_library = value;
     } else if (key == "boundary") {
       p.boundary_function = value;
+    } else if (key == "gate_lib") {
+      p.gate_library = value;
+    } else if (key == "gate") {
+      p.gate_function = value;
+    } else if (key == "gate_arg") {
+      if (!number(&p.gate_arg)) return bad("'" + value + "' is not an argument index");
+    } else if (key == "gate_value") {
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), p.gate_value);
+      if (ec != std::errc() || ptr != value.data() + value.size())
+        return bad("'" + value + "' is not a non-negative integer");
     } else {
       return bad(
           "unknown key (keys: name, lib, fn, arg, bytes, deref, reduce, boundary_lib, "
-          "boundary)");
+          "boundary, gate_lib, gate, gate_arg, gate_value)");
     }
   }
   SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(p));

@@ -7,6 +7,13 @@
 //   boundary function called once at the end of every iteration (an optimizer step), or in one
 //                     burst there (one all-reduce per gradient bucket): a boundary with no SL call
 //                     since the previous one only moves the next iteration's start
+//   gate function     optional. Libraries whose compute call carries no SL put it in a descriptor
+//                     set beforehand (cuDNN 9: cudnnSetRNNDataDescriptor(desc, type, layout,
+//                     maxSeqLength, ...) then cudnnRNNForward(handle, rnn, fwdMode, ..., xDesc,
+//                     ...)). With a gate, an SL-function call only records the calling thread's
+//                     latest SL; a gate call whose argument `gate_arg` equals `gate_value` is the
+//                     iteration's SL call, with that recorded SL (so backward-pass and inference
+//                     descriptor sets, and inference forwards, count for nothing)
 //
 // Presets cover the common libraries (ZeroCodePresets()); users add their own with a spec string
 // (ParseZeroCodeSpec) or, in the daemon, TOML keys of the same names. Plain data, thread-safe.
@@ -34,6 +41,13 @@ struct ZeroCodeProbe {
   std::string boundary_library;   // empty: the same as `library`
   std::string boundary_function;  // called once per iteration, at its end
   std::string description;        // one line for --help and the docs
+  std::string gate_library;       // empty: the same as `library`
+  std::string gate_function;      // empty: no gate (every SL-function call counts)
+  uint32_t gate_arg = 0;          // 0-based argument index of the gate's condition (0..15)
+  uint64_t gate_value = 0;        // the gate counts only when that argument equals this
+
+  bool gated() const { return !gate_function.empty(); }
+  const std::string& gate_lib() const { return gate_library.empty() ? library : gate_library; }
 
   const std::string& boundary_lib() const {
     return boundary_library.empty() ? library : boundary_library;
@@ -60,7 +74,8 @@ const std::vector<ZeroCodeProbe>& ZeroCodePresets();
 Result<ZeroCodeProbe> FindZeroCodePreset(std::string_view name);
 
 // Parses "name=N,lib=L,fn=F,arg=I[,bytes=4|8][,deref][,reduce=first|max|last]
-// [,boundary_lib=BL],boundary=BF" into a validated probe.
+// [,boundary_lib=BL],boundary=BF[,gate_lib=GL,gate=GF,gate_arg=J,gate_value=V]" into a validated
+// probe.
 Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec);
 
 }  // namespace seqpoint::probes

@@ -22,6 +22,10 @@ UPLOADED = {
     "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
     "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
     "seqpoint_run_projection_unobserved", "seqpoint_run_unobserved_iterations_total",
+    # The fleet view's per-bin cost (agent/fleet/fleet_efficiency.h).
+    "seqpoint_fleet_bin_iterations_total", "seqpoint_fleet_bin_work_total",
+    "seqpoint_fleet_bin_time_seconds_total", "seqpoint_fleet_bin_energy_joules_total",
+    "seqpoint_fleet_bin_energy_work_total",
 }
 
 HEADER = """# Metrics
@@ -48,9 +52,22 @@ Rules, enforced in code (`agent/runs/series_cap.h`) and checked by `agent_series
   per-run series carries these labels itself (those that are set), so a series is found by job
   without a join. `job_name` and `world_size` are read from the first rank's environment
   (`SEQPOINT_JOB_NAME`, `SLURM_JOB_NAME`, `PBS_JOBNAME`, `LSB_JOBNAME`; `WORLD_SIZE`,
-  `SLURM_NTASKS`, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`), `node` is the host name. Every value
+  `SLURM_NTASKS`, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`), `node` is the host name (or the
+  daemon's own `SEQPOINT_NODE_NAME`). Every value
   read from the environment is sanitized (printable ASCII without quotes or backslashes; others
   become `_`) and cut at 128 bytes; `world_size` must be digits; no label value passes 256 bytes.
+- Every layer that launched the job is named as well, whichever one the run key names, so that
+  torchrun inside an sbatch job keeps its Slurm job id: `slurm_job_id`, `slurm_step`
+  (`SLURM_JOB_ID`, `SLURM_STEP_ID`, else the `job_<id>`/`step_<id>` of the process's cgroup, v1
+  or v2), `k8s_namespace`, `k8s_pod` (`POD_NAMESPACE`, `POD_NAME`, else the pod's service-account
+  namespace file and `HOSTNAME`, read only for a process in a kubepods cgroup) and
+  `launcher_run` (torchrun's `TORCHELASTIC_RUN_ID`, MPI's `PMIX_NAMESPACE` or Open MPI's job
+  id); on `seqpoint_run_info` and, where set, on every uploaded per-run series.
+- The fleet families (`seqpoint_fleet_bin_*`) are labelled by `run`, `node`, `fleet_job` (the
+  job the nodes are compared within: `run:<launcher_run>`, else `slurm:<slurm_job_id>`, else
+  `name:<job_name>`, else the run key) and `bin`, an SL octave such as `64-127` (at most 32
+  values, never an SL). Only a run's main bins are exported: at most 3, each with 20 iterations
+  or more. A run adds at most 15 series (9 without energy): 64 runs at most 960.
 - At most `runs.max_series` per-run series per node (default 20000, on `/metrics` and in each
   upload). Runs are added in run order; a run whose series would pass the cap is left out whole
   and counted in `seqpoint_series_overflow_runs_total`; `seqpoint_series` is the count

@@ -136,8 +136,10 @@ TEST_CASE("faults: iterations out of order from several threads are accepted and
     const TimeChange* b = FirstSlower(shuffled);
     REQUIRE(a != nullptr);
     REQUIRE(b != nullptr);
-    CHECK(a->ordinal > 2000);
-    CHECK(b->ordinal > 2000);
+    // Back-dated to where the change began (the slowdown starts at 2000), give or take the
+    // iterations that arrived out of order.
+    CHECK(a->ordinal >= 1990);
+    CHECK(b->ordinal >= 1968);
     CHECK(b->ordinal == doctest::Approx(static_cast<double>(a->ordinal)).epsilon(0.01));
   }
   SUBCASE("the selector: 4 threads, each iteration's time up to 32 iterations late") {
@@ -173,7 +175,7 @@ TEST_CASE("faults: iterations out of order from several threads are accepted and
     CHECK(t.warmup_end() == RunOnline(d).sel.strata().warmup_end());
     const TimeChange* slower = FirstSlower(t);
     REQUIRE(slower != nullptr);
-    CHECK(slower->ordinal > 2000);
+    CHECK(slower->ordinal >= 1968);  // back-dated; out of order by up to 32
     CHECK(slower->ordinal < 2060);
     StrataCells cells = t.Cells();
     uint64_t n = 0;

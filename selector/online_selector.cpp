@@ -148,7 +148,10 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
     if (seen != nullptr && seen->count <= 1 && bin_samples_[b] > 0) return d;
   }
   d.measure = true;
-  d.group = static_cast<uint32_t>(bin_samples_[b] % std::max<uint32_t>(1, options_.counter_groups));
+  // Groups rotate over the run's measured iterations, whatever their stratum, bin or first
+  // occurrence: a collector with k groups reads each one on every k-th measurement of the run,
+  // so every stretch of the run has every group (per cell, most cells would see only group 0).
+  d.group = static_cast<uint32_t>(samples_.size() % std::max<uint32_t>(1, options_.counter_groups));
   ++bin_samples_[b];
   samples_.push_back({iter, seq_len, d.group});
   uint32_t bucket = SlHistogram::BucketIndex(seq_len);

@@ -58,7 +58,7 @@ struct OnlineOptions {
   uint32_t min_samples_per_point = 2;
   uint64_t warmup = 10;          // first iterations counted, never measured
   uint64_t rebin_every = 10000;  // re-bin at least this often (iterations)
-  uint32_t counter_groups = 1;   // rotate groups across a point's repeat visits
+  uint32_t counter_groups = 1;   // Decision::group = measured so far % this (run-wide)
   // Past this many samples a point's mean is noise-free enough; stopping there keeps memory
   // bounded (max_bins x this) on runs of any length, whatever the fraction budget allows.
   uint32_t max_samples_per_point = 64;

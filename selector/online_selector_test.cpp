@@ -108,7 +108,7 @@ TEST_CASE("online: a count budget is paced over the run, and Current() changes n
   CHECK(a->measured() <= 100);
 }
 
-TEST_CASE("online: needs a budget, rotates counter groups per bin") {
+TEST_CASE("online: needs a budget, rotates counter groups") {
   CHECK(!OnlineSelector::Create(OnlineOptions{}).ok());
   OnlineOptions bad;
   bad.budget_fraction = 2;

@@ -3,18 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include <boost/math/distributions/students_t.hpp>
+
 namespace seqpoint::selector {
 
 double TQuantile95(double dof) {
-  static const double kTable[][2] = {{1, 12.706}, {2, 4.303}, {3, 3.182}, {4, 2.776}, {5, 2.571},
-                                     {6, 2.447},  {7, 2.365}, {8, 2.306}, {9, 2.262}, {10, 2.228},
-                                     {12, 2.179}, {15, 2.131}, {20, 2.086}, {25, 2.060}, {30, 2.042},
-                                     {40, 2.021}, {60, 2.000}, {120, 1.980}};
-  if (!(dof >= 1)) return kTable[0][1];
-  for (const auto& row : kTable) {
-    if (dof <= row[0]) return row[1];
-  }
-  return 1.960;
+  // Exact, for fractional degrees of freedom too (the jackknife's are min(model, groups - 1)).
+  // Below 1 (no real estimate of the noise) the dof-1 quantile would still be a guess: the
+  // distribution at half a degree is far wider, and that is what such an interval should say.
+  if (!(dof > 0)) dof = 0.5;
+  if (dof > 1e7) return 1.959963984540054;
+  return boost::math::quantile(boost::math::complement(boost::math::students_t(dof), 0.025));
 }
 
 namespace {

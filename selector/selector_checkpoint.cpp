@@ -136,6 +136,26 @@ void TimeStrata::SaveState(StateWriter& w) const {
     o.Put(kv.first);
     o.Put(kv.second);
   });
+  // Version 2: the ring in arrival order, then the first occurrences by SL.
+  std::vector<Raw> ring;
+  for (size_t k = ring_.size(); k >= 1; --k)
+    ring.push_back(ring_[(ring_next_ + ring_.size() - k) % ring_.size()]);
+  w.PutAll(ring, [](StateWriter& o, const Raw& e) {
+    o.Put(e.ordinal);
+    o.Put(e.seq_len);
+    o.Put(e.cost);
+    o.Put(e.time);
+  });
+  w.Put(ring_evicted_max_);
+  std::vector<std::pair<uint32_t, FirstOccurrence>> firsts(firsts_.begin(), firsts_.end());
+  std::sort(firsts.begin(), firsts.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  w.PutAll(firsts, [](StateWriter& o, const std::pair<uint32_t, FirstOccurrence>& f) {
+    o.Put(f.first);
+    o.Put(f.second.ordinal);
+    o.Put(f.second.cost);
+    o.Put(f.second.time);
+  });
 }
 
 bool TimeStrata::LoadState(StateReader& r) {
@@ -192,6 +212,26 @@ bool TimeStrata::LoadState(StateReader& r) {
     double level = 0;
     if (!r.Get(&key) || !r.Get(&level)) return false;
     old_level_[key] = level;
+  }
+  ring_.clear();
+  ring_next_ = 0;
+  ring_evicted_max_ = 0;
+  firsts_.clear();
+  if (r.version >= 2) {
+    if (!r.Count(&n, 28) || n > kChangeRing) return false;
+    ring_.resize(n);
+    for (Raw& e : ring_) {
+      if (!r.Get(&e.ordinal) || !r.Get(&e.seq_len) || !r.Get(&e.cost) || !r.Get(&e.time))
+        return false;
+    }
+    ring_next_ = n % kChangeRing;
+    if (!r.Get(&ring_evicted_max_) || !r.Count(&n, 28)) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t sl = 0;
+      FirstOccurrence f;
+      if (!r.Get(&sl) || !r.Get(&f.ordinal) || !r.Get(&f.cost) || !r.Get(&f.time)) return false;
+      firsts_[sl] = f;
+    }
   }
   memo_observed_ = UINT64_MAX;  // the provisional bounds are recomputed when asked for
   track_begin_ = 1;
@@ -292,10 +332,12 @@ Status OnlineSelector::LoadCheckpoint(std::string_view image) {
   if (!r.Get(&magic) || magic != kStateMagic) {
     return InvalidArgument("selector checkpoint: not a checkpoint image");
   }
-  if (!r.Get(&version) || version != kStateVersion) {
+  if (!r.Get(&version) || version < kOldestStateVersion || version > kStateVersion) {
     return Unsupported("selector checkpoint: layout version " + std::to_string(version) +
-                       ", this build reads " + std::to_string(kStateVersion));
+                       ", this build reads " + std::to_string(kOldestStateVersion) + " to " +
+                       std::to_string(kStateVersion));
   }
+  r.version = version;
   if (!LoadState(r) || !r.done()) {
     return InvalidArgument("selector checkpoint: truncated or inconsistent image (" +
                            std::to_string(image.size()) + " bytes)");

@@ -18,7 +18,11 @@
 namespace seqpoint::selector {
 
 inline constexpr uint32_t kStateMagic = 0x4b435053;  // "SPCK"
-inline constexpr uint32_t kStateVersion = 1;
+// 2: time strata keep a ring for back-dating changes and each SL's first occurrence. A
+// version-1 image still loads (without them: changes found later are back-dated only as far
+// as the ring refills, and SLs seen before the restart have no first occurrence).
+inline constexpr uint32_t kStateVersion = 2;
+inline constexpr uint32_t kOldestStateVersion = 1;
 
 class StateWriter {
  public:
@@ -42,6 +46,8 @@ class StateWriter {
 class StateReader {
  public:
   explicit StateReader(std::string_view in) : in_(in) {}
+  // The layout version of the image being read (set from its header by the reader of it).
+  uint32_t version = kStateVersion;
   // False (and stays false) once the image is short.
   template <typename T>
   bool Get(T* v) {

@@ -150,6 +150,7 @@ void TimeStrata::Observe(uint64_t ordinal, uint32_t seq_len, double cost, double
   ++observed_;
   max_ordinal_ = std::max(max_ordinal_, ordinal);
   const Raw r{ordinal, seq_len, cost, time};
+  NoteFirst(r);
   if (!settled_) {
     // Kept in ordinal order as it arrives (out of order by a few at most: the insertion point
     // is found from the back), so the warm-up is found without sorting a copy each time.
@@ -167,6 +168,11 @@ void TimeStrata::Observe(uint64_t ordinal, uint32_t seq_len, double cost, double
   if (next_window_ > 0 && next_window_ <= max_ordinal_) ExtendBounds();
   if (o_.detect_changes && ordinal >= warmup_) Detect(r);
   Track(r);
+}
+
+void TimeStrata::NoteFirst(const Raw& r) {
+  auto [it, inserted] = firsts_.try_emplace(r.seq_len, FirstOccurrence{r.ordinal, r.cost, r.time});
+  if (!inserted && r.ordinal < it->second.ordinal) it->second = {r.ordinal, r.cost, r.time};
 }
 
 void TimeStrata::ExtendBounds() {
@@ -202,6 +208,14 @@ void TimeStrata::Detect(const Raw& r) {
   const double want = model_.At(r.cost);
   if (!(want > 0) || !(r.time > 0)) return;
   const double x = std::log(r.time / want);
+  // Kept for back-dating a change (ChangeStart, RefileFrom).
+  if (ring_.size() < kChangeRing) {
+    ring_.push_back(r);
+  } else {
+    ring_evicted_max_ = std::max(ring_evicted_max_, ring_[ring_next_].ordinal);
+    ring_[ring_next_] = r;
+  }
+  ring_next_ = (ring_next_ + 1) % kChangeRing;
   if (Feed(0, all_, x, r)) {
     for (auto& d : by_octave_) d.reset();  // every octave saw the change: report it once
     return;
@@ -222,13 +236,53 @@ bool TimeStrata::Feed(uint32_t key, PageHinkley& det, double x, const Raw& r) {
     }
   }
   if (alarm == 0) return false;
-  OpenChange(key, alarm, before, r);
+  OpenChange(key, alarm, before, det.since_change(), r);
   return true;
 }
 
-void TimeStrata::OpenChange(uint32_t key, int direction, double level_before, const Raw& r) {
+uint64_t TimeStrata::ChangeStart(uint32_t key, uint64_t since, const Raw& r) const {
+  // The detector's last `since` observations (r the most recent) came after the extremum of
+  // its sum: the change began at the earliest of them (in arrival order) that the ring holds.
+  uint64_t start = r.ordinal, seen = 0;
+  for (size_t k = 1; k <= ring_.size() && seen < since; ++k) {
+    const Raw& e = ring_[(ring_next_ + ring_.size() - k) % ring_.size()];
+    if (key != 0 && Octave(e.seq_len) + 1 != key) continue;
+    start = e.ordinal;
+    ++seen;
+  }
+  return start;
+}
+
+void TimeStrata::RefileFrom(uint64_t from) {
+  // The last stratum just opened at `from`: observations already filed at or after it (all in
+  // the stratum before, as `from` is past its boundary) move. The most recent ring entry is
+  // the observation being detected, not filed yet.
+  const auto to = static_cast<uint32_t>(bounds_.size() - 1);
+  for (size_t k = 2; k <= ring_.size(); ++k) {
+    const Raw& e = ring_[(ring_next_ + ring_.size() - k) % ring_.size()];
+    if (e.ordinal < from) continue;
+    StrataCell& old = cells_[static_cast<uint64_t>(to - 1) << 32 | e.seq_len];
+    StrataCell& now = cells_[static_cast<uint64_t>(to) << 32 | e.seq_len];
+    --old.n;
+    old.time -= e.time;
+    old.cost -= e.cost;
+    ++now.n;
+    now.time += e.time;
+    now.cost += e.cost;
+  }
+}
+
+void TimeStrata::OpenChange(uint32_t key, int direction, double level_before, uint64_t since,
+                            const Raw& r) {
   TimeChange c;
-  c.ordinal = std::max(r.ordinal, max_ordinal_) + 1;
+  // Back-dated to where the detector places the change, but never before the last boundary
+  // (cells are filed by stratum index) nor before an observation the ring no longer holds.
+  uint64_t earliest = std::max(warmup_, ring_evicted_max_) + 1;
+  if (!changes_at_.empty()) earliest = std::max(earliest, changes_at_.back() + 1);
+  const bool live = settled_ && !bounds_.empty();
+  if (live) earliest = std::max(earliest, bounds_.back() + 1);
+  const uint64_t latest = std::max(r.ordinal, max_ordinal_) + 1;
+  c.ordinal = std::min(latest, std::max(earliest, ChangeStart(key, since, r)));
   c.direction = direction;
   if (key > 0) {
     c.sl_lo = 1u << (key - 1);
@@ -236,7 +290,10 @@ void TimeStrata::OpenChange(uint32_t key, int direction, double level_before, co
   }
   if (changes_.size() >= o_.max_changes) return;
   changes_at_.push_back(c.ordinal);
-  if (settled_ && !bounds_.empty() && bounds_.back() < c.ordinal) bounds_.push_back(c.ordinal);
+  if (live && bounds_.back() < c.ordinal) {
+    bounds_.push_back(c.ordinal);
+    RefileFrom(c.ordinal);
+  }
   old_level_[key] = level_before;
   pending_ratio_[key] = changes_.size();
   changes_.push_back(c);
@@ -291,9 +348,12 @@ std::vector<Stratum> TimeStrata::Strata() const {
   std::vector<Stratum> out;
   for (uint64_t b : settled_ ? bounds_ : ProvisionalBounds()) {
     Stratum s{b, StratumKind::kWindow};
-    if (b == 0) s.kind = w > 0 ? StratumKind::kWarmup : StratumKind::kSteady;
-    else if (b == w) s.kind = StratumKind::kSteady;
-    else if (std::binary_search(changes_at_.begin(), changes_at_.end(), b)) s.kind = StratumKind::kChange;
+    if (b == 0)
+      s.kind = w > 0 ? StratumKind::kWarmup : StratumKind::kSteady;
+    else if (b == w)
+      s.kind = StratumKind::kSteady;
+    else if (std::binary_search(changes_at_.begin(), changes_at_.end(), b))
+      s.kind = StratumKind::kChange;
     out.push_back(s);
   }
   return out;
@@ -323,7 +383,8 @@ StrataCells TimeStrata::Cells() const {
   StrataCells out;
   const std::vector<uint64_t>& b = ProvisionalBounds();
   for (const Raw& r : early_) {
-    const auto s = static_cast<uint32_t>(std::upper_bound(b.begin(), b.end(), r.ordinal) - b.begin() - 1);
+    const auto s =
+        static_cast<uint32_t>(std::upper_bound(b.begin(), b.end(), r.ordinal) - b.begin() - 1);
     StrataCell& c = out[{s, r.seq_len}];
     ++c.n;
     c.time += r.time;
@@ -333,7 +394,8 @@ StrataCells TimeStrata::Cells() const {
 }
 
 size_t TimeStrata::MemoryBytes() const {
-  return sizeof(*this) + early_.capacity() * sizeof(Raw) +
+  return sizeof(*this) + early_.capacity() * sizeof(Raw) + ring_.capacity() * sizeof(Raw) +
+         firsts_.size() * (sizeof(FirstOccurrence) + 32) +
          cells_.size() * (sizeof(StrataCell) + 32) + track_cells_.capacity() * sizeof(StrataCell*) +
          changes_.capacity() * sizeof(TimeChange) + changes_at_.capacity() * sizeof(uint64_t);
 }

@@ -12,7 +12,12 @@
 //    doubling of the run has its own measurements (with a paced budget, k per window).
 //  - Changes: Page-Hinkley (page_hinkley.h) on log(time / model) of every iteration after the
 //    warm-up, once over all iterations and once per SL octave [2^k, 2^(k+1)); an alarm starts
-//    a new stratum at the next iteration (at most max_changes strata are opened this way).
+//    a new stratum where the detector places the change's beginning (the extremum of its sum,
+//    since_change() observations back; never before the last boundary), and the iterations
+//    already filed from there on move with it: a ring of the last kChangeRing observations
+//    keeps them (at most max_changes strata are opened this way).
+//  - First occurrences: the first iteration of each SL (its cost, time and ordinal) is kept
+//    apart, so the projections can estimate first occurrences as their own post-stratum.
 //
 // Iterations are identified by ordinal (arrival order in the run); they may be observed out of
 // order. Memory: the first iterations until the warm-up is settled (<= warmup_horizon), then
@@ -62,6 +67,12 @@ struct TimeChange {
   double ratio = 0;               // new level / old level once learnt; 0 until then
 };
 
+// The first iteration seen of one SL (the lowest ordinal observed with it).
+struct FirstOccurrence {
+  uint64_t ordinal = 0;
+  double cost = 0, time = 0;
+};
+
 struct StrataCell {
   uint64_t n = 0;
   double time = 0;  // summed iteration time
@@ -89,6 +100,12 @@ class TimeStrata {
   uint64_t warmup_end() const;  // first ordinal after the warm-up (0: none found)
   bool warmup_settled() const { return settled_; }
   const std::vector<TimeChange>& changes() const { return changes_; }
+  // SL -> its first occurrence (one entry per distinct SL observed).
+  const std::unordered_map<uint32_t, FirstOccurrence>& FirstOccurrences() const {
+    return firsts_;
+  }
+  // How far back a change can be dated: the observations kept for it.
+  static constexpr size_t kChangeRing = 512;
   uint64_t observed() const { return observed_; }
   size_t MemoryBytes() const;
   // The state as bytes and back (selector_checkpoint.cpp); Load is false on a short image.
@@ -113,7 +130,12 @@ class TimeStrata {
   void Detect(const Raw& r);
   // One detector (key: SL octave + 1, 0: all iterations) fed x; true on an alarm.
   bool Feed(uint32_t key, PageHinkley& det, double x, const Raw& r);
-  void OpenChange(uint32_t key, int direction, double level_before, const Raw& r);
+  void OpenChange(uint32_t key, int direction, double level_before, uint64_t since, const Raw& r);
+  // The ordinal the change found by detector `key` began at, `since` of its observations back.
+  uint64_t ChangeStart(uint32_t key, uint64_t since, const Raw& r) const;
+  // Moves the cells of ring observations at or after `from` into the last stratum (just opened).
+  void RefileFrom(uint64_t from);
+  void NoteFirst(const Raw& r);
   void ExtendBounds();
   const std::vector<uint64_t>& ProvisionalBounds() const;
 
@@ -147,6 +169,10 @@ class TimeStrata {
   std::array<std::optional<PageHinkley>, 33> by_octave_;  // SL octave k at [k]
   std::map<uint32_t, size_t> pending_ratio_;  // detector key (octave + 1, 0: all) -> change
   std::map<uint32_t, double> old_level_;
+  std::vector<Raw> ring_;  // the last kChangeRing observations fed to Detect (circular)
+  size_t ring_next_ = 0;
+  uint64_t ring_evicted_max_ = 0;  // the highest ordinal that left the ring
+  std::unordered_map<uint32_t, FirstOccurrence> firsts_;
 };
 
 }  // namespace seqpoint::selector

@@ -65,7 +65,7 @@ TEST_CASE("time strata: a slowdown mid-run is a change, found within tens of ite
   const TimeChange* slower = FirstSlower(t);
   REQUIRE(slower != nullptr);
   const TimeChange& c = *slower;
-  CHECK(c.ordinal > 2500);
+  CHECK(c.ordinal >= 2490);  // back-dated to where the slowdown began
   CHECK(c.ordinal < 2540);
   CHECK(c.direction == 1);
   CHECK(c.ratio == doctest::Approx(2.0).epsilon(0.15));

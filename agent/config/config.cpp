@@ -233,12 +233,18 @@ const std::vector<KeySpec>& Specs() {
           "observer-effect check)"),
       Dbl("runs.observer_effect_threshold_pct", &DaemonConfig::run_observer_threshold_pct, 0, 1000,
           "flag a run whose collector-measured iterations are slower than the control "
-          "iterations by more than this (lower end of the 95% interval of the median ratio)"),
+          "iterations by more than this: an always-valid sequential sign test over the control "
+          "pairs, whose chance of ever flagging a run without such a slowdown is at most 1% "
+          "over the whole run and all its counter groups"),
       Str("runs.observer_effect_action", &DaemonConfig::run_observer_action,
           "drop (the default: an agent must not slow the training it watches): warn, mark "
-          "projections perturbed and stop the collectors blamed, in that run and in later runs "
-          "until SIGHUP; "
+          "projections perturbed and stop the collectors blamed for the rest of that run; "
           "flag: warn and mark only, the collectors go on"),
+      Int("runs.observer_effect_node_drop_s", &DaemonConfig::run_observer_node_drop_s, 0,
+          int64_t{30} * 86400,
+          "with action drop: also start the node's later runs without a dropped collector for "
+          "this many seconds after the drop (it shows in status and seqpoint_collector_up); 0: "
+          "a drop holds only in the run where the slowdown was found"),
       StrList("runs.profiler_libraries", &DaemonConfig::run_profiler_libraries,
               "a watched process mapping a file whose name starts with one of these (or with "
               "\"lib\" and one of these) is being profiled: its collectors stop until the "
@@ -337,9 +343,10 @@ const std::vector<KeySpec>& Specs() {
           "# by `seqpointd --unpin` and when the package is removed"),
       {"probes.zero_code", "array of strings",
        "zero-code probes enabled by preset name, for jobs that do not mark their iterations\n"
-       "# (uprobes on a library function whose argument is the SL). miopen-rnn, cudnn-rnn: a "
-       "few\n# uprobe hits per iteration (~3 us each), on by default. Opt-in: rocblas-gemm, "
-       "cublas-gemm\n# (one hit per GEMM call: hundreds to thousands per iteration), "
+       "# (uprobes on a library function whose argument is the SL). miopen-rnn, cudnn-rnn (cuDNN\n"
+       "# 7/8), cudnn9-rnn (cuDNN 9, current PyTorch): a few uprobe hits per iteration (~3 us\n"
+       "# each), on by default. Opt-in: rocblas-gemm, cublas-gemm, cublas-sgemm\n"
+       "# (one hit per GEMM call: hundreds to thousands per iteration), "
        "torch-cpu-adam, torch-cpu-sgd\n# (one per BLAS sgemm_ call, ~2% CPU). A process with "
        "the seqpoint USDT provider uses only\n# that; any other gets the first probe whose "
        "libraries it maps (custom ones first,\n# by name)",

@@ -59,7 +59,8 @@ struct DaemonConfig {
   int64_t run_energy_sample_interval_ms = 50;
   int64_t run_observer_control_every = 4;    // one chosen iteration in N: timed, no collectors
   double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
-  std::string run_observer_action = "drop";  // drop (the blamed collectors, per run) | flag
+  std::string run_observer_action = "drop";  // drop (the blamed collectors, in that run) | flag
+  int64_t run_observer_node_drop_s = 0;  // > 0: a drop also holds node-wide for this long
   // Profiler back-off (agent/runs/profiler_watch.h): a process that maps one of these libraries,
   // or runs under one of these commands, is left to the profiler; its collectors resume this
   // long after the profiler was last seen. Both lists empty: no scan.
@@ -104,7 +105,7 @@ struct DaemonConfig {
   std::string probes_pin_dir = "/sys/fs/bpf/seqpoint";
   // Zero-code probes (config_zero_code.h): presets enabled by name (the RNN ones: a few uprobe
   // hits per iteration; GEMM presets are opt-in, one hit per GEMM call), and custom probes.
-  std::vector<std::string> probes_zero_code = {"miopen-rnn", "cudnn-rnn"};
+  std::vector<std::string> probes_zero_code = {"miopen-rnn", "cudnn-rnn", "cudnn9-rnn"};
   std::vector<probes::ZeroCodeProbe> probes_zero_code_custom;  // [probes.zero_code_custom.NAME]
 
   // [collectors]: keys collectors.<name>.<field>, owned by collectors/collector_config.h.

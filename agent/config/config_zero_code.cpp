@@ -108,6 +108,43 @@ const std::vector<Field>& Fields() {
       {"boundary_function", "string", true, "my_optimizer_step",
        "function called once at the end of every iteration (e.g. the optimizer step)",
        [](const toml::node& n, ZeroCodeProbe& p) { return SetString(n, &p.boundary_function); }},
+      {"gate_function", "string", false, "",
+       "optional gate: the SL function's calls only record the thread's SL, and a call of this "
+       "function whose argument gate_arg equals gate_value is the iteration's SL call (cuDNN 9: "
+       "cudnnRNNForward, fwdMode = training); empty: no gate",
+       [](const toml::node& n, ZeroCodeProbe& p) {
+         if (!n.is_string()) return InvalidArgument("must be a string");
+         p.gate_function = **n.as_string();
+         return Status::Ok();
+       }},
+      {"gate_library", "string", false, "",
+       "library holding the gate function; empty: the same as library",
+       [](const toml::node& n, ZeroCodeProbe& p) {
+         if (!n.is_string()) return InvalidArgument("must be a string");
+         p.gate_library = **n.as_string();
+         return Status::Ok();
+       }},
+      {"gate_arg", "integer", false, "0",
+       "0-based index of the gate function's argument compared with gate_value",
+       [](const toml::node& n, ZeroCodeProbe& p) {
+         if (!n.is_integer()) return InvalidArgument("must be an integer");
+         int64_t v = **n.as_integer();
+         if (v < 0 || v > kMaxArgIndex) {
+           return InvalidArgument("must be between 0 and " + std::to_string(kMaxArgIndex) +
+                                  ", got " + std::to_string(v));
+         }
+         p.gate_arg = static_cast<uint32_t>(v);
+         return Status::Ok();
+       }},
+      {"gate_value", "integer", false, "0",
+       "the value (an enum or int, 0 to 4294967295) the gate's argument must have",
+       [](const toml::node& n, ZeroCodeProbe& p) {
+         if (!n.is_integer() || **n.as_integer() < 0 || **n.as_integer() > 0xffffffffll) {
+           return InvalidArgument("must be an integer from 0 to 4294967295");
+         }
+         p.gate_value = static_cast<uint64_t>(**n.as_integer());
+         return Status::Ok();
+       }},
   };
   return fields;
 }

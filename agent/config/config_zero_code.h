@@ -3,7 +3,7 @@
 // tables:
 //
 //   [probes]
-//   zero_code = ["miopen-rnn", "cudnn-rnn"]        # presets enabled, by name
+//   zero_code = ["miopen-rnn", "cudnn-rnn", "cudnn9-rnn"]  # presets enabled, by name
 //   [probes.zero_code_custom.my-rnn]              # a probe of your own, enabled when defined
 //   library = "libmyrnn.so"
 //   function = "my_rnn_forward"

@@ -28,14 +28,15 @@ bool Has(const std::string& text, const std::string& part) {
 TEST_CASE("agent config zero-code: the RNN presets are on by default, GEMM ones opt-in") {
   auto cfg = ParseConfig("", "empty.toml");
   REQUIRE(cfg.ok());
-  CHECK(cfg->probes_zero_code == std::vector<std::string>{"miopen-rnn", "cudnn-rnn"});
+  CHECK(cfg->probes_zero_code == std::vector<std::string>{"miopen-rnn", "cudnn-rnn", "cudnn9-rnn"});
   CHECK(cfg->probes_zero_code_custom.empty());
   auto probes = ResolveZeroCodeProbes(*cfg);
   REQUIRE(probes.ok());
-  REQUIRE(probes->size() == 2);
+  REQUIRE(probes->size() == 3);
   CHECK((*probes)[0].function == "miopenRNNForwardTraining");
+  CHECK((*probes)[2].gate_function == "cudnnRNNForward");
   std::string doc = DefaultConfigToml();
-  CHECK(Has(doc, "# zero_code = [\"miopen-rnn\", \"cudnn-rnn\"]\n"));
+  CHECK(Has(doc, "# zero_code = [\"miopen-rnn\", \"cudnn-rnn\", \"cudnn9-rnn\"]\n"));
   CHECK(Has(doc, "# zero_code_custom = {}\n"));
   CHECK(Has(doc, "# zero_code_custom.<name>.boundary_function = 'my_optimizer_step'\n"));
   CHECK(Has(doc, "cublas-gemm"));  // the opt-in presets and their cost are documented
@@ -93,7 +94,9 @@ TEST_CASE("agent config zero-code: an unknown preset names the line and lists th
   CHECK(Has(m, "z.toml:3:"));
   CHECK(Has(m, "'probes.zero_code'"));
   CHECK(Has(m, "no zero-code preset 'lstm'"));
-  CHECK(Has(m, "miopen-rnn, cudnn-rnn, rocblas-gemm, cublas-gemm, torch-cpu-adam, torch-cpu-sgd"));
+  CHECK(Has(m,
+            "miopen-rnn, cudnn-rnn, cudnn9-rnn, rocblas-gemm, cublas-gemm, cublas-sgemm, "
+            "torch-cpu-adam, torch-cpu-sgd"));
   CHECK(Has(m, "[probes.zero_code_custom.NAME]"));
   CHECK(Has(ErrorOf("[probes]\nzero_code = [\"cudnn-rnn\", \"cudnn-rnn\"]\n"), "twice"));
   CHECK(Has(ErrorOf("[probes]\nzero_code = \"cudnn-rnn\"\n"), "array of preset names"));
@@ -130,6 +133,31 @@ TEST_CASE("agent config zero-code: a bad custom field names its own line, the ke
   CHECK(Has(m, "table of probe tables"));
 }
 
+TEST_CASE("agent config zero-code: a gated custom probe (MIOpen's sequence-tensor RNN API)") {
+  // MIOpen 3's miopenSetRNNDataSeqTensorDescriptor(desc, type, layout, maxSequenceLen, ...) and
+  // miopenRNNForward(handle, rnnDesc, fwdMode, xDesc, ...): the same shape as cuDNN 9's.
+  auto cfg = ParseConfig(
+      "[probes.zero_code_custom.miopen-seq]\nlibrary = \"libMIOpen.so\"\n"
+      "function = \"miopenSetRNNDataSeqTensorDescriptor\"\narg = 3\nreduce = \"max\"\n"
+      "gate_function = \"miopenRNNForward\"\ngate_arg = 2\ngate_value = 0\n"
+      "boundary_function = \"miopenRNNBackwardWeightsSeqTensor\"\n",
+      "z.toml");
+  REQUIRE_MESSAGE(cfg.ok(), cfg.status().ToString());
+  REQUIRE(cfg->probes_zero_code_custom.size() == 1);
+  const auto& p = cfg->probes_zero_code_custom[0];
+  CHECK(p.gated());
+  CHECK(p.gate_function == "miopenRNNForward");
+  CHECK(p.gate_arg == 2);
+  CHECK(p.gate_value == 0);
+  CHECK(p.gate_lib() == "libMIOpen.so");
+  const std::string head =
+      "[probes.zero_code_custom.mine]\nlibrary = \"libx.so\"\nfunction = \"f\"\narg = 1\n"
+      "boundary_function = \"g\"\ngate_function = \"h\"\n";
+  CHECK(Has(ErrorOf(head + "gate_arg = 16\n"), "'probes.zero_code_custom.mine.gate_arg' must be"));
+  CHECK(Has(ErrorOf(head + "gate_value = -1\n"), "from 0 to 4294967295"));
+  CHECK(Has(ErrorOf(head + "gate_value = 4294967296\n"), "from 0 to 4294967295"));
+}
+
 TEST_CASE("agent config zero-code: more probes than the BPF table holds is refused") {
   DaemonConfig c;
   for (int i = 0; i < 15; ++i) {
@@ -140,7 +168,7 @@ TEST_CASE("agent config zero-code: more probes than the BPF table holds is refus
     p.boundary_function = "g";
     c.probes_zero_code_custom.push_back(p);
   }
-  seqpoint::Status st = ValidateConfig(c);  // 15 custom + 2 default presets
+  seqpoint::Status st = ValidateConfig(c);  // 15 custom + 3 default presets
   REQUIRE(!st.ok());
-  CHECK(Has(st.message(), "17 zero-code probes configured"));
+  CHECK(Has(st.message(), "18 zero-code probes configured"));
 }

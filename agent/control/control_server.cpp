@@ -146,8 +146,8 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   asio::steady_timer timer_;
   std::string out_;
   std::chrono::steady_clock::time_point idle_since_;  // when the current wait for a request began
-  bool waiting_ = false;  // a read of the next request is under way
-  bool counted_ = true;   // holds one of the max_clients slots (until closed)
+  bool waiting_ = false;                              // a read of the next request is under way
+  bool counted_ = true;  // holds one of the max_clients slots (until closed)
 
   friend class ControlServer;
 };
@@ -253,14 +253,24 @@ bool ControlServer::CloseOldestIdle(const Connection* except) {
 }
 
 Status ControlServer::Reconfigure(const ControlServerOptions& options) {
-  auto policy = PeerPolicy::Create(options.group);
+  auto policy = Prepare(options);
   if (!policy.ok()) return policy.status();
-  policy_ = std::move(*policy);
+  Apply(options, std::move(*policy));
+  return Status::Ok();
+}
+
+Result<PeerPolicy> ControlServer::Prepare(const ControlServerOptions& options) {
+  auto policy = PeerPolicy::Create(options.group);
+  if (!policy.ok()) return policy.status().WithContext("control.group");
+  return policy;
+}
+
+void ControlServer::Apply(const ControlServerOptions& options, PeerPolicy policy) {
+  policy_ = std::move(policy);
   options_.group = options.group;
   options_.max_clients = options.max_clients;
   options_.max_request_bytes = options.max_request_bytes;  // applies to new connections
   options_.client_timeout_ms = options.client_timeout_ms;  // from each connection's next wait
-  return Status::Ok();
 }
 
 void ControlServer::Stop() {

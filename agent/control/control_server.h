@@ -37,8 +37,8 @@ struct ControlServerOptions {
 
 struct ControlServerStats {
   uint64_t requests = 0;
-  uint64_t errors = 0;   // bad requests answered with an error
-  uint64_t refused = 0;  // peers refused by credentials or the client limit
+  uint64_t errors = 0;       // bad requests answered with an error
+  uint64_t refused = 0;      // peers refused by credentials or the client limit
   uint64_t timed_out = 0;    // connections closed at their deadline
   uint64_t idle_closed = 0;  // idle connections closed to make room for a new client
 };
@@ -53,8 +53,11 @@ class ControlServer {
   ~ControlServer();
   // Stops accepting, closes every connection and removes the socket file.
   void Stop();
-  // Applies a reloaded control.group / limits to new connections.
+  // Applies a reloaded control.group / limits to new connections: Prepare (checks the group,
+  // changes nothing) then Apply (cannot fail), so a reload applies whole or not at all.
   Status Reconfigure(const ControlServerOptions& options);
+  static Result<PeerPolicy> Prepare(const ControlServerOptions& options);
+  void Apply(const ControlServerOptions& options, PeerPolicy policy);
   const ControlServerStats& stats() const { return stats_; }
   int active_clients() const { return active_; }
 

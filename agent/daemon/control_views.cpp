@@ -10,8 +10,8 @@
 #include <set>
 
 #include "agent/daemon/daemon.h"
-#include "common/clock.h"
 #include "agent/source/run_key.h"
+#include "common/clock.h"
 #include "seqpoint/features.h"
 
 namespace seqpoint::daemon {
@@ -28,7 +28,8 @@ json AttachedJson(const AttachedProcess& a) {
 json StrataJson(const selector::TimeStrata& t) {
   json strata = json::array();
   for (const selector::Stratum& s : t.Strata()) {
-    strata.push_back({{"begin", s.begin}, {"kind", std::string(selector::StratumKindName(s.kind))}});
+    strata.push_back(
+        {{"begin", s.begin}, {"kind", std::string(selector::StratumKindName(s.kind))}});
   }
   json changes = json::array();
   for (const selector::TimeChange& c : t.changes()) {
@@ -38,8 +39,10 @@ json StrataJson(const selector::TimeStrata& t) {
                        {"direction", c.direction > 0 ? "slower" : "faster"},
                        {"ratio", c.ratio > 0 ? json(c.ratio) : json(nullptr)}});
   }
-  return {{"warmup_end", t.warmup_end()}, {"warmup_settled", t.warmup_settled()},
-          {"strata", strata}, {"changes", changes}};
+  return {{"warmup_end", t.warmup_end()},
+          {"warmup_settled", t.warmup_settled()},
+          {"strata", strata},
+          {"changes", changes}};
 }
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -50,6 +53,7 @@ void AddJobLabels(json& run, const RunJobLabels& job, const std::string& node) {
   run["job_name"] = job.job_name;
   run["world_size"] = job.world_size;
   run["node"] = node;
+  for (const auto& [k, v] : LaunchLayerLabels(job)) run[k] = v;
 }
 
 // Processes whose collectors are stopped for a profiler or a busy answer (collector_backoff.h).
@@ -80,7 +84,9 @@ json RunJson(const RunRecord& r) {
           {"pids", r.pids},
           {"iterations", r.iterations},
           {"max_iter", r.max_iter},
-          {"unobserved", r.unobserved}};
+          {"unobserved", r.unobserved},
+          // Of `unobserved`: iterations a process ran before the probes attached.
+          {"unobserved_before_attach", r.unobserved_before_attach}};
 }
 
 std::string Day(int64_t day) {
@@ -111,6 +117,9 @@ json EstimateJson(const ObserverEstimate& e) {
           {"ratio", e.pairs ? Num(e.ratio) : json(nullptr)},
           {"low", e.pairs ? Num(e.low) : json(nullptr)},
           {"high", e.pairs ? Num(e.high) : json(nullptr)},
+          {"above_threshold", e.above},
+          {"evidence", Num(e.evidence)},
+          {"evidence_needed", e.alpha > 0 ? Num(1 / e.alpha) : json(nullptr)},
           {"flagged", e.flagged}};
 }
 
@@ -142,7 +151,9 @@ json ObserverJson(const ObserverEffect& oe, const std::set<std::string>& dropped
   for (const ObserverEstimate& e : oe.by_group) groups.push_back(EstimateJson(e));
   return {{"method",
            "median over control/treated pairs of (time(treated) / mean time of its SL) / "
-           "(time(control) / mean time of its SL), distribution-free 95% interval"},
+           "(time(control) / mean time of its SL), distribution-free 95% interval; flagged by "
+           "an always-valid sequential sign test of ratio > 1 + threshold (evidence >= "
+           "evidence_needed), at most 1% false alarms per run over all looks and groups"},
           {"threshold", oe.threshold},
           {"flagged", oe.flagged},
           {"all", EstimateJson(oe.all)},
@@ -175,13 +186,18 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
   j["seqpoints"] = points;
   json proj = json::object();
   for (const Projection& p : s.projections) {
-    proj[p.metric] = {{"unit", p.unit},          {"total", Num(p.total)},
-                      {"low", Num(p.low)},       {"high", Num(p.high)},
-                      {"actual", Num(p.actual)}, {"measured", p.measured},
-                      {"perturbed", p.perturbed}, {"bounded", p.bounded},
-                      {"steady_state", {{"total", Num(p.steady_total)},
-                                        {"low", Num(p.steady_low)},
-                                        {"high", Num(p.steady_high)}}}};
+    proj[p.metric] = {{"unit", p.unit},
+                      {"total", Num(p.total)},
+                      {"low", Num(p.low)},
+                      {"high", Num(p.high)},
+                      {"actual", Num(p.actual)},
+                      {"measured", p.measured},
+                      {"perturbed", p.perturbed},
+                      {"bounded", p.bounded},
+                      {"steady_state",
+                       {{"total", Num(p.steady_total)},
+                        {"low", Num(p.steady_low)},
+                        {"high", Num(p.steady_high)}}}};
     // The part of the whole-run total that stands for iterations never observed.
     if (s.run.unobserved > 0) {
       proj[p.metric]["unobserved"] = {{"iterations", s.run.unobserved},
@@ -220,6 +236,19 @@ json Daemon::StatusJson() {
   j["processes"] = runs_->processes();
   j["store_errors"] = runs_->store_errors();
   j["store"] = StoreJson();  // unhealthy while it cannot be written (daemon_store.cpp)
+  // Runs this start could not restore (a damaged checkpoint or log, a newer format): set aside,
+  // their stored totals kept (docs/failure-modes.md).
+  json aside = json::array();
+  for (const SetAsideRun& a : runs_->set_aside()) {
+    aside.push_back(
+        {{"id", a.id}, {"key", a.key}, {"reason", a.reason}, {"unix", a.unix_ns / 1'000'000'000}});
+  }
+  j["runs_set_aside"] = aside;
+  // A failed reload changed nothing (Daemon::Reload): the file on disk is not the config in force.
+  j["reload"] = {
+      {"reloads", reloads_},
+      {"failures", reload_failures_},
+      {"last_error", last_reload_error_.empty() ? json(nullptr) : json(last_reload_error_)}};
   if (source_) {
     SourceStats s = source_->stats();
     j["source"] = {{"name", std::string(source_->name())},
@@ -227,7 +256,9 @@ json Daemon::StatusJson() {
                    {"events", s.events},
                    {"lost", s.lost},
                    {"anomalies", s.anomalies},
-                   {"processes", s.processes}};
+                   {"processes", s.processes},
+                   // Events of pids the source never announced: dropped, never a run.
+                   {"unannounced_events", runs_->unannounced_events()}};
     json attached = json::array();  // how each process is probed (zero-code: what it covers)
     for (const AttachedProcess& a : source_->Attached()) attached.push_back(AttachedJson(a));
     j["source"]["attached"] = attached;
@@ -236,13 +267,21 @@ json Daemon::StatusJson() {
     j["source_error"] = source_error_;
   }
   json cols = json::array();
+  const std::map<std::string, NodeDrop> dropped = runs_->node_dropped();
   for (const auto& [name, t] : runs_->collector_totals()) {
-    cols.push_back({{"name", name},
-                    {"state", t.state},
-                    {"ok", t.ok},
-                    {"failed", t.failed},
-                    {"cost_us", t.cost_us},
-                    {"last_error", t.last_error}});
+    json c = {{"name", name},
+              {"state", t.state},
+              {"ok", t.ok},
+              {"failed", t.failed},
+              {"cost_us", t.cost_us},
+              {"last_error", t.last_error},
+              {"dropped_node_wide", nullptr}};
+    // Stopped for every run of the node after it slowed one (runs.observer_effect_node_drop_s).
+    if (auto d = dropped.find(name); d != dropped.end()) {
+      c["dropped_node_wide"] = {{"by_run", d->second.run_id},
+                                {"until_unix", d->second.until_unix_ns / 1'000'000'000}};
+    }
+    cols.push_back(std::move(c));
   }
   j["collectors"] = cols;
   j["collectors_paused"] = PauseJson();
@@ -297,12 +336,9 @@ json Daemon::StatusJson() {
 Result<json> Daemon::HandleControl(const ControlRequest& r) {
   using Handler = Result<json> (Daemon::*)(const ControlRequest&);
   static const std::map<std::string, Handler, std::less<>> kHandlers = {
-      {"status", &Daemon::ControlStatus},
-      {"runs", &Daemon::ControlRuns},
-      {"show", &Daemon::ControlShow},
-      {"report", &Daemon::ControlShow},
-      {"history", &Daemon::ControlHistory},
-      {"pause", &Daemon::ControlPause},
+      {"status", &Daemon::ControlStatus},   {"runs", &Daemon::ControlRuns},
+      {"show", &Daemon::ControlShow},       {"report", &Daemon::ControlShow},
+      {"history", &Daemon::ControlHistory}, {"pause", &Daemon::ControlPause},
       {"resume", &Daemon::ControlResume},
   };
   auto it = kHandlers.find(r.cmd);

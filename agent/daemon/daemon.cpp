@@ -1,5 +1,4 @@
 #include "agent/daemon/daemon.h"
-#include "common/clock.h"
 
 #include <sys/stat.h>
 
@@ -11,6 +10,7 @@
 #include "agent/daemon/config_checks.h"
 #include "collectors/perf/perf_collector.h"
 #include "collectors/registry.h"
+#include "common/clock.h"
 #include "seqpoint/features.h"
 
 namespace seqpoint::daemon {
@@ -40,7 +40,9 @@ Daemon::Daemon(DaemonConfig config, std::string config_path, DaemonOverrides ove
 
 Daemon::~Daemon() { Shutdown(); }
 
-RunManagerOptions Daemon::RunOptions() const {
+RunManagerOptions Daemon::RunOptions() const { return RunOptions(config_); }
+
+RunManagerOptions Daemon::RunOptions(const DaemonConfig& config_) {
   RunManagerOptions o;
   o.group_by = *ParseRunGroupBy(config_.run_group_by);  // validated by ValidateConfig
   o.proc_root = config_.proc_root;
@@ -52,6 +54,7 @@ RunManagerOptions Daemon::RunOptions() const {
   o.idle_timeout_s = config_.run_idle_timeout_s;
   o.observer_threshold = config_.run_observer_threshold_pct / 100;
   o.observer_drop = config_.run_observer_action == "drop";
+  o.observer_node_drop_s = config_.run_observer_node_drop_s;
   o.observer_control_every = static_cast<uint32_t>(config_.run_observer_control_every);
   o.profilers.libraries = config_.run_profiler_libraries;
   o.profilers.commands = config_.run_profiler_commands;
@@ -64,7 +67,9 @@ MetricsServerOptions Daemon::MetricsOptions(const DaemonConfig& c) {
           c.metrics_header_timeout_ms};
 }
 
-UploaderOptions Daemon::UploadOptions() const {
+UploaderOptions Daemon::UploadOptions() const { return UploadOptions(config_); }
+
+UploaderOptions Daemon::UploadOptions(const DaemonConfig& config_) {
   UploaderOptions o;
   o.url = config_.upload_url;
   o.interval_s = config_.upload_interval_s;
@@ -149,7 +154,16 @@ Status Daemon::StartParts() {
   }
   runs_->set_source(source_.get());
   runs_->set_energy_sampler(energy_.get());
-  SEQPOINT_RETURN_IF_ERROR(runs_->Resume());
+  // A run that cannot be restored is set aside by RunManager (status, /metrics, show); an error
+  // here is the store failing to list them at all. Either way the daemon starts and measures
+  // new runs: a start that failed would be restarted by systemd into the same error.
+  if (Status resumed = runs_->Resume(); !resumed.ok()) {
+    resume_error_ = resumed.message();
+    SEQPOINT_LOG(kError, "the active runs of " + config_.StateDbPath() + " could not be resumed (" +
+                             resume_error_ +
+                             "); they stay in the database as they are, and seqpointd goes on "
+                             "with new runs (docs/failure-modes.md)");
+  }
 
   ControlServerOptions control{config_.ControlSocketPath(), config_.control_group,
                                config_.control_max_request_bytes, config_.control_max_clients,
@@ -275,8 +289,14 @@ Status Daemon::Run() {
       if (ec) return;
       if (signo == SIGHUP) {
         Status st = Reload();
-        if (!st.ok())
-          SEQPOINT_LOG(kError, "reload failed, keeping the running config: " + st.message());
+        if (!st.ok()) {
+          ++reload_failures_;
+          last_reload_error_ = st.message();
+          SEQPOINT_LOG(kError, "reload of " + config_path_ + " failed, nothing was changed: " +
+                                   "control, metrics, probes, runs and upload all still run on "
+                                   "the config loaded before: " +
+                                   st.message());
+        }
         wait();
         return;
       }
@@ -342,6 +362,10 @@ void Daemon::Shutdown() {
   if (started_unix_ != 0) SEQPOINT_LOG(kInfo, "seqpointd stopped");  // not after a failed start
 }
 
+// All or nothing (docs/failure-modes.md): every new part is built and checked first (the
+// config, the control group, the uploader with its TLS files, the source's probe set, which
+// applies whole or not at all itself), and only then are they swapped in together, by steps
+// that cannot fail. An error on the way leaves every part running on the old config.
 Status Daemon::Reload() {
   if (config_path_.empty()) return Status::Ok();
   auto loaded = LoadCheckedConfig(config_path_, false);
@@ -349,6 +373,33 @@ Status Daemon::Reload() {
   DaemonConfig next = std::move(*loaded);
   overrides_.ApplyTo(&next);
   SEQPOINT_RETURN_IF_ERROR(CheckConfig(next));
+
+  // Build: nothing that runs changes here.
+  ControlServerOptions control{next.ControlSocketPath(), next.control_group,
+                               next.control_max_request_bytes, next.control_max_clients,
+                               next.control_client_timeout_ms};
+  auto policy = ControlServer::Prepare(control);
+  if (!policy.ok()) return policy.status();
+  const bool upload_changed = next.upload_url != config_.upload_url ||
+                              next.upload_labels != config_.upload_labels ||
+                              next.upload_interval_s != config_.upload_interval_s ||
+                              next.upload_spool_max_bytes != config_.upload_spool_max_bytes ||
+                              next.upload_backoff_initial_ms != config_.upload_backoff_initial_ms ||
+                              next.upload_backoff_max_s != config_.upload_backoff_max_s ||
+                              next.upload_timeout_s != config_.upload_timeout_s ||
+                              next.upload_batch_max_samples != config_.upload_batch_max_samples ||
+                              UploadSecurityChanged(next, config_);
+  std::unique_ptr<Uploader> uploader;
+  if (upload_changed && !next.upload_url.empty()) {
+    auto u =
+        Uploader::Create(io_, store_.get(), UploadOptions(next), [this] { return Families(true); });
+    if (!u.ok()) return u.status().WithContext("upload");
+    uploader = std::move(*u);
+  }
+  // The last step that can fail; it applies whole or not at all (iteration_source.h).
+  if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Reconfigure(next).WithContext("probes"));
+
+  // Swap: nothing from here on can fail.
   auto restart_needed = [&](const std::string& key, const std::string& a, const std::string& b) {
     if (a != b) SEQPOINT_LOG(kWarn, "reload: " + key + " changed; takes effect after a restart");
   };
@@ -361,37 +412,15 @@ Status Daemon::Reload() {
   restart_needed("runs.energy_sample_interval_ms",
                  std::to_string(config_.run_energy_sample_interval_ms),
                  std::to_string(next.run_energy_sample_interval_ms));
-  ControlServerOptions control{next.ControlSocketPath(), next.control_group,
-                               next.control_max_request_bytes, next.control_max_clients,
-                               next.control_client_timeout_ms};
-  SEQPOINT_RETURN_IF_ERROR(control_->Reconfigure(control));
+  control_->Apply(control, std::move(*policy));
   if (metrics_) metrics_->Reconfigure(MetricsOptions(next));
-  // The zero-code probe set: for processes attached from now on (ebpf_source.cpp).
-  if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Reconfigure(next));
-  const bool upload_changed = next.upload_url != config_.upload_url ||
-                              next.upload_labels != config_.upload_labels ||
-                              next.upload_interval_s != config_.upload_interval_s ||
-                              next.upload_spool_max_bytes != config_.upload_spool_max_bytes ||
-                              next.upload_backoff_initial_ms != config_.upload_backoff_initial_ms ||
-                              next.upload_backoff_max_s != config_.upload_backoff_max_s ||
-                              next.upload_timeout_s != config_.upload_timeout_s ||
-                              next.upload_batch_max_samples != config_.upload_batch_max_samples ||
-                              UploadSecurityChanged(next, config_);
-  DaemonConfig previous = config_;
-  config_ = next;
+  config_ = std::move(next);
   SetLogLevel(config_.log_level);
   runs_->Reconfigure(RunOptions());
   if (upload_changed) {
     if (uploader_) uploader_->Stop();
-    uploader_.reset();
-    if (!config_.upload_url.empty()) {
-      auto u =
-          Uploader::Create(io_, store_.get(), UploadOptions(), [this] { return Families(true); });
-      if (!u.ok()) {
-        config_ = previous;
-        return u.status();
-      }
-      uploader_ = std::move(*u);
+    uploader_ = std::move(uploader);
+    if (uploader_) {
       uploader_->Start();
       runs_->set_on_run_closed([this](RunSnapshot) {
         if (uploader_) uploader_->SpoolNow(Families(true));
@@ -401,6 +430,7 @@ Status Daemon::Reload() {
     uploader_->RetryNow();  // the files it reads (CA, token) may have been fixed
   }
   ++reloads_;
+  last_reload_error_.clear();
   SEQPOINT_LOG(kInfo, "reloaded " + config_path_);
   return Status::Ok();
 }

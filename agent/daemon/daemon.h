@@ -1,10 +1,10 @@
-// seqpointd: one io_context running everything (docs/architecture.md, Conventions): the iteration source (eBPF probes
-// or a replay), the runs (RunManager), the control socket, /metrics, the remote-write uploader,
-// and a timer per periodic job (flush, idle runs, history pruning). Signals: SIGTERM/SIGINT stop
-// cleanly (state flushed, active runs left active so the next start resumes them), SIGHUP
-// reloads the config file (log level, budget and grouping for new runs, control group, upload
-// settings, zero-code probes for processes attached from then on; paths and listen addresses
-// need a restart and say so).
+// seqpointd: one io_context running everything (docs/architecture.md, Conventions): the iteration
+// source (eBPF probes or a replay), the runs (RunManager), the control socket, /metrics, the
+// remote-write uploader, and a timer per periodic job (flush, idle runs, history pruning). Signals:
+// SIGTERM/SIGINT stop cleanly (state flushed, active runs left active so the next start resumes
+// them), SIGHUP reloads the config file (log level, budget and grouping for new runs, control
+// group, upload settings, zero-code probes for processes attached from then on; paths and listen
+// addresses need a restart and say so).
 //
 // Threads: Run() runs the io_context on the calling thread; RequestShutdown() may be called
 // from any thread. Everything else is touched only from the io_context thread.
@@ -22,11 +22,11 @@
 #include "agent/control/control_server.h"
 #include "agent/daemon/systemd_notify.h"
 #include "agent/energy/energy_sampler.h"
-#include "agent/source/iteration_source.h"
 #include "agent/metrics/metric_family.h"
 #include "agent/metrics/metrics_server.h"
 #include "agent/runs/run_manager.h"
 #include "agent/runs/series_cap.h"
+#include "agent/source/iteration_source.h"
 #include "agent/store/store.h"
 #include "agent/upload/uploader.h"
 
@@ -50,7 +50,7 @@ using CollectorSetFactoryMaker =
     std::function<CollectorSetFactory(const DaemonConfig&, IterationSource*)>;
 
 struct DaemonParts {
-  SourceFactory source;              // null: no source (the daemon serves its state only)
+  SourceFactory source;                 // null: no source (the daemon serves its state only)
   CollectorSetFactoryMaker collectors;  // null: no collectors (time is still measured)
 };
 
@@ -64,8 +64,12 @@ class Daemon {
   // Runs until SIGTERM/SIGINT or RequestShutdown(); returns after state is flushed.
   Status Run();
   void RequestShutdown();
-  // Re-reads the config file and applies what can change live.
+  // Re-reads the config file and applies what can change live: whole, or (on any error,
+  // returned) not at all.
   Status Reload();
+  // The last SIGHUP reload's error ("" when it worked or none failed); failures counted.
+  const std::string& last_reload_error() const { return last_reload_error_; }
+  uint64_t reload_failures() const { return reload_failures_; }
 
   boost::asio::io_context& io() { return io_; }
   uint16_t metrics_port() const { return metrics_ ? metrics_->port() : 0; }
@@ -97,7 +101,9 @@ class Daemon {
   // READY=1 and the watchdog keep-alives, when run by systemd.
   void NotifySystemd();
   RunManagerOptions RunOptions() const;
+  static RunManagerOptions RunOptions(const DaemonConfig& config);
   UploaderOptions UploadOptions() const;
+  static UploaderOptions UploadOptions(const DaemonConfig& config);
   static MetricsServerOptions MetricsOptions(const DaemonConfig& c);
   MetricsServerOptions MetricsOptions() const { return MetricsOptions(config_); }
   nlohmann::json StatusJson();
@@ -136,10 +142,12 @@ class Daemon {
   std::string energy_error_;               // why there is none
   int64_t energy_interval_ms_ = 0;         // as started (a reload needs a restart for it)
   int64_t started_unix_ = 0;
-  SeriesLedger series_ledger_;              // what runs.max_series left out (series_cap.h)
+  SeriesLedger series_ledger_;                // what runs.max_series left out (series_cap.h)
   const std::string node_name_ = NodeName();  // the `node` label
   uint64_t reloads_ = 0;
   uint64_t reload_failures_ = 0;
+  std::string last_reload_error_;  // of the last failed reload, until one works
+  std::string resume_error_;       // why the store's active runs could not be listed at start
   bool shut_down_ = false;
   uint64_t store_health_logged_ = 0;  // StoreWriteHealth::changes when last logged
   std::string final_flush_error_;     // why the state could not be saved at shutdown

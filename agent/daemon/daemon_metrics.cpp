@@ -11,6 +11,7 @@
 #include "agent/control/control_metrics.h"
 #include "agent/daemon/daemon.h"
 #include "agent/energy/energy_metrics.h"
+#include "agent/fleet/fleet_efficiency.h"
 #include "agent/metrics/endpoint_metrics.h"
 #include "agent/runs/run_metrics.h"
 #include "agent/source/source_metrics.h"
@@ -30,8 +31,8 @@ struct SelfUsage {
 SelfUsage ReadSelfUsage() {
   SelfUsage u;
   if (auto stat = ReadProcStat("/proc", "self"); stat.ok()) {
-    u.cpu_seconds = static_cast<double>(stat->utime + stat->stime) /
-                    static_cast<double>(sysconf(_SC_CLK_TCK));
+    u.cpu_seconds =
+        static_cast<double>(stat->utime + stat->stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
   }
   std::ifstream statm("/proc/self/statm");
   double size = 0, resident = 0;
@@ -49,6 +50,14 @@ std::vector<MetricFamily> Daemon::AgentFamilies() const {
                     .Add({{"version", SEQPOINT_VERSION}}, 1));
   out.push_back(Counter("seqpoint_config_reloads_total", "Successful SIGHUP reloads.")
                     .Add({}, static_cast<double>(reloads_)));
+  out.push_back(Counter("seqpoint_config_reload_failures_total",
+                        "SIGHUP reloads that failed; each changed nothing (every part kept "
+                        "running on the config before it; the log says why).")
+                    .Add({}, static_cast<double>(reload_failures_)));
+  out.push_back(Gauge("seqpoint_config_last_reload_failed",
+                      "1 while the last SIGHUP reload failed (the file on disk is not the one "
+                      "in force), 0 once one works or none failed.")
+                    .Add({}, last_reload_error_.empty() ? 0 : 1));
   SelfUsage self = ReadSelfUsage();
   out.push_back(Counter("seqpoint_agent_cpu_seconds_total", "CPU time used by seqpointd.")
                     .Add({}, self.cpu_seconds));
@@ -57,10 +66,27 @@ std::vector<MetricFamily> Daemon::AgentFamilies() const {
   out.push_back(Gauge("seqpoint_agent_start_time_seconds", "Unix time seqpointd started.")
                     .Add({}, static_cast<double>(started_unix_)));
   out.push_back(Counter("seqpoint_store_recoveries_total",
-                        "Damaged or empty state databases moved aside at start "
-                        "(state.db.corrupt-<unix time>) and replaced by a fresh one; the log "
-                        "says what was lost.")
-                    .Add({}, store_->recovery() ? 1 : 0));
+                        "State databases moved aside at start and replaced by a fresh one: "
+                        "reason=damaged (damaged or empty: state.db.corrupt-<unix time>) or "
+                        "reason=newer_schema (written by a newer, incompatible seqpointd, a "
+                        "downgrade: state.db.newer-<unix time>); the log says what was lost.")
+                    .Add({{"reason", "damaged"}},
+                         store_->recovery() && !store_->recovery()->newer_schema ? 1 : 0)
+                    .Add({{"reason", "newer_schema"}},
+                         store_->recovery() && store_->recovery()->newer_schema ? 1 : 0));
+  out.push_back(Counter("seqpoint_runs_set_aside_total",
+                        "Active runs this start could not restore (a damaged or truncated "
+                        "checkpoint or log, a layout from a newer seqpointd): closed as "
+                        "set_aside with their stored totals kept; `seqpoint status` lists them.")
+                    .Add({}, static_cast<double>(runs_->set_aside().size())));
+  out.push_back(Counter("seqpoint_source_unannounced_events_total",
+                        "Iteration events of processes the source never announced (a late "
+                        "record of a pid that exited, a reused pid): dropped, never a run.")
+                    .Add({}, static_cast<double>(runs_->unannounced_events())));
+  out.push_back(Gauge("seqpoint_store_resume_failed",
+                      "1 when the active runs of the state database could not be listed at "
+                      "start (seqpointd went on with new runs; `seqpoint status` says why).")
+                    .Add({}, resume_error_.empty() ? 0 : 1));
   out.push_back(Gauge("seqpoint_store_writable",
                       "1 while the state database can be written; 0 while writes fail (runs "
                       "are then kept in memory and retried: the daemon is unhealthy).")
@@ -86,6 +112,16 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
                                       &series_ledger_,
                                       node_name_};
   std::vector<MetricFamily> out = RunFamilies(*runs_, run_options, for_upload);
+  // The per-bin cost of the fleet view, scraped and uploaded (remote-write keeps its history),
+  // within what runs.max_series leaves after the per-run families.
+  uint64_t used = 0;
+  for (const MetricFamily& f : out) used += f.samples.size();
+  const uint64_t cap = static_cast<uint64_t>(config_.run_max_series);
+  for (MetricFamily& f : fleet::EfficiencyFamilies(
+           *runs_,
+           {node_name_, cap > used ? cap - used : 0, for_upload ? nullptr : &series_ledger_})) {
+    out.push_back(std::move(f));
+  }
   if (for_upload) return out;
   auto append = [&out](std::vector<MetricFamily> more) {
     for (MetricFamily& f : more) out.push_back(std::move(f));

@@ -10,6 +10,8 @@
 #include "agent/config/log.h"
 #include "agent/daemon/daemon.h"
 
+using nlohmann::json;
+
 namespace seqpoint::daemon {
 
 Status Daemon::FlushState() {
@@ -41,13 +43,19 @@ void Daemon::LogStoreHealth() {
 
 nlohmann::json Daemon::StoreJson() const {
   const StoreWriteHealth& h = store_->write_health();
-  return {{"writable", h.writable},
-          {"error", h.writable ? std::string() : h.error},
-          {"write_failures", h.failures},
-          {"failing_since_unix", h.failing_since_unix_ns / 1'000'000'000},
-          {"unsaved_runs", runs_->unsaved_runs()},
-          {"runs_lost", runs_->runs_lost()},
-          {"durability_window_ms", config_.flush_interval_ms}};
+  return {
+      {"writable", h.writable},
+      {"error", h.writable ? std::string() : h.error},
+      {"write_failures", h.failures},
+      {"failing_since_unix", h.failing_since_unix_ns / 1'000'000'000},
+      {"unsaved_runs", runs_->unsaved_runs()},
+      {"runs_lost", runs_->runs_lost()},
+      {"durability_window_ms", config_.flush_interval_ms},
+      {"recovered", store_->recovery() ? json{{"moved_to", store_->recovery()->moved_to},
+                                              {"reason", store_->recovery()->reason},
+                                              {"newer_schema", store_->recovery()->newer_schema}}
+                                       : json(nullptr)},
+      {"resume_error", resume_error_.empty() ? json(nullptr) : json(resume_error_)}};
 }
 
 }  // namespace seqpoint::daemon

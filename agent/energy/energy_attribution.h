@@ -5,9 +5,12 @@
 //    shared in seqpoint_run_energy_unattributed_iterations_total{reason="shared"}): a split by
 //    any rule (equal shares, time overlap) would be a made-up number when the runs use
 //    different devices;
-//  - the ranks of one run share the node equally: a rank's iteration gets 1/k of the node's
-//    energy over it, k = the run's processes alive in that window, so the ranks' iterations
-//    sum to the node's energy (synchronous data-parallel ranks run their iterations together).
+//  - a data-parallel run fed as steps (step_join.h) gets the node's whole energy over each
+//    step: the step stands for every rank, so it is never divided by the rank count (the
+//    caller ignores the divisor);
+//  - otherwise the processes of one run share the node equally: an iteration gets 1/k of the
+//    node's energy over it, k = the run's processes alive in that window, so their iterations
+//    sum to the node's energy.
 // Included regardless: energy of work seqpointd does not watch (other jobs' processes without
 // probes, the host's idle draw). Energy between iterations (data loading) is in no iteration.
 //

@@ -45,6 +45,11 @@ Result<std::unique_ptr<EnergySampler>> EnergySampler::OpenSource(
 }
 
 void EnergySampler::Sample() {
+  Read();
+  if (on_sample_) on_sample_();
+}
+
+void EnergySampler::Read() {
   const uint64_t t0 = clock_();
   Result<double> uj = source_->ReadMicrojoules();
   const uint64_t t1 = clock_();
@@ -110,7 +115,7 @@ std::optional<double> EnergySampler::Interpolate(uint64_t t_ns, size_t* bracket_
 std::optional<double> EnergySampler::EnergyBetween(uint64_t begin_ns, uint64_t end_ns) {
   if (end_ns < begin_ns) return std::nullopt;
   for (int tries = 0; tries < 3 && (size_ == 0 || At(size_ - 1).t_ns < end_ns); ++tries) {
-    Sample();
+    Read();  // not Sample(): its callback may be what called this
   }
   size_t first = 0, last = 0;
   std::optional<double> b = Interpolate(begin_ns, &first);

@@ -74,13 +74,19 @@ class EnergySampler {
       std::unique_ptr<collectors::EnergySource> source, MonotonicClock clock = MonotonicNowNs);
 
   // Reads the counter now and appends the sample (a failed read appends a break, a slow one
-  // nothing).
+  // nothing), then calls the on_sample callback.
   void Sample();
+  // Called after every Sample(): the run manager settles the iterations that waited for it.
+  void set_on_sample(std::function<void()> fn) { on_sample_ = std::move(fn); }
+  // Whether a sample at or after t_ns is in the ring: an iteration that ended at t_ns can be
+  // given its energy now, without reading the counter.
+  bool Covers(uint64_t t_ns) const { return size_ > 0 && At(size_ - 1).t_ns >= t_ns; }
   // Sampling stops for a while (nothing to watch): the next Sample starts after a break, so no
   // interpolation spans the unsampled gap.
   void Pause() { paused_ = true; }
   // Energy in uJ over [begin_ns, end_ns]; samples now first when the last sample is older than
-  // end_ns. nullopt: not covered (too old, a break in between, or no read succeeded).
+  // end_ns (seqpointd never lets it: it waits for the next periodic sample, Covers()).
+  // nullopt: not covered (too old, a break in between, or no read succeeded).
   std::optional<double> EnergyBetween(uint64_t begin_ns, uint64_t end_ns);
 
   std::string Describe() const { return source_->Describe(); }
@@ -96,6 +102,7 @@ class EnergySampler {
   EnergySampler(std::unique_ptr<collectors::EnergySource> source, MonotonicClock clock)
       : source_(std::move(source)), clock_(std::move(clock)) {}
   const Point& At(size_t i) const { return ring_[(head_ + i) % ring_.size()]; }
+  void Read();  // Sample() without the callback
   void Push(const Point& p);
   // Index of the last point with t <= t_ns, or nullopt.
   std::optional<size_t> Floor(uint64_t t_ns) const;
@@ -108,6 +115,7 @@ class EnergySampler {
   size_t size_ = 0;
   bool paused_ = false;
   EnergySamplerStats stats_;
+  std::function<void()> on_sample_;
 };
 
 }  // namespace seqpoint::daemon

@@ -244,3 +244,28 @@ TEST_CASE("energy attribution: a run owns the node's energy alone, its ranks sha
   a.Prune(5000);
   CHECK(a.spans() == 2);  // 101 ended before 5000
 }
+
+TEST_CASE(
+    "energy sampler: Covers says whether an end is sampled past, and each sample calls back") {
+  GpuNode node;
+  uint64_t now = 1'000'000'000;
+  auto sampler = EnergySampler::OpenSource(
+      std::make_unique<seqpoint::collectors::GpuMetricsEnergySource>(node.sys),
+      [&] { return now; });
+  REQUIRE(sampler.ok());
+  int callbacks = 0;
+  (*sampler)->set_on_sample([&] { ++callbacks; });
+  CHECK((*sampler)->Covers(now));
+  CHECK(!(*sampler)->Covers(now + 1));  // an end after the last sample waits for the next one
+  now += 10'000'000;
+  node.SetMicrojoules(1'000);
+  (*sampler)->Sample();
+  CHECK(callbacks == 1);
+  CHECK((*sampler)->Covers(now - 5'000'000));
+  // EnergyBetween's own read (a caller that did not wait) does not call back.
+  const uint64_t last = now;
+  now += 1'000'000;
+  (void)(*sampler)->EnergyBetween(last - 1'000, last + 500'000);
+  CHECK(callbacks == 1);
+  CHECK((*sampler)->stats().reads == 3);
+}

@@ -22,7 +22,9 @@ void CounterWindows::UserSpaceStart(uint64_t probe_ns, uint64_t now_ns) {
 
 void CounterWindows::TakeProbeCounters(const IterationCounters& counters,
                                        std::vector<collectors::Sample>* values) {
-  if (counters.values.empty()) return;
+  // A window whose every counter the probes left out (flags say why) is still a flagged
+  // window at the probes: counted before the empty-values return.
+  if (counters.values.empty() && counters.flags == 0) return;
   ++probe_windows_;
   if (counters.flags != 0) ++probe_flagged_;
   for (const collectors::Sample& s : counters.values) values->push_back(s);

@@ -1,29 +1,20 @@
 #include "agent/runs/observer_effect.h"
 
 #include <algorithm>
+#include <boost/math/special_functions/beta.hpp>
 #include <cmath>
 #include <map>
 #include <set>
 
+#include "common/splitmix.h"
+
 namespace seqpoint::daemon {
 namespace {
 
-// P(Binomial(n, 1/2) <= k), summing terms in log space.
-double BinomialHalfCdf(size_t n, size_t k) {
-  double sum = 0;
-  for (size_t i = 0; i <= k && i <= n; ++i) {
-    double log_term = std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) -
-                      std::lgamma(double(n - i) + 1) - double(n) * std::log(2.0);
-    sum += std::exp(log_term);
-  }
-  return sum;
-}
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+// P(Binomial(n, 1/2) = i), in log space.
+double BinomialHalfLogPmf(size_t n, size_t i) {
+  return std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) -
+         double(n) * std::log(2.0);
 }
 
 }  // namespace
@@ -50,12 +41,29 @@ ObserverEstimate EstimateRatio(std::vector<double> r) {
   e.ratio = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
   // [x_(k), x_(n+1-k)] (1-based) covers the median with probability 1 - 2 P(B <= k-1),
   // B ~ Binomial(n, 1/2): the largest k with P(B <= k-1) <= 2.5% (at least 1).
+  // The CDF grows term by term: one lgamma triple per k, not a sum from 0 for each.
   size_t k = 1;
-  while (k < n / 2 && BinomialHalfCdf(n, k) <= 0.025) ++k;
+  double cdf = std::exp(BinomialHalfLogPmf(n, 0));
+  while (k < n / 2) {
+    cdf += std::exp(BinomialHalfLogPmf(n, k));  // now P(B <= k)
+    if (cdf > 0.025) break;
+    ++k;
+  }
   e.low = r[k - 1];
   e.high = r[n - k];
   e.valid = n >= kObserverMinPairs;
   return e;
+}
+
+double SignTestEvidence(uint64_t above, uint64_t n) {
+  if (n == 0) return 1;
+  const double s = double(above) + 1, f = double(n - above) + 1;
+  // integral_{1/2}^{1} p^S (1-p)^F dp = B(S+1, F+1) * P(Beta(S+1, F+1) > 1/2).
+  const double tail = boost::math::ibetac(s, f, 0.5);
+  if (!(tail > 0)) return 0;
+  const double log_e = (double(n) + 1) * std::log(2.0) + std::lgamma(s) + std::lgamma(f) -
+                       std::lgamma(s + f) + std::log(tail);
+  return std::exp(std::min(log_e, 700.0));
 }
 
 ObserverEffect EstimateObserverEffect(const std::vector<ObserverPair>& pairs, double threshold) {
@@ -69,14 +77,31 @@ ObserverEffect EstimateObserverEffect(const std::vector<ObserverPair>& pairs, do
     all.push_back(r);
     for (const std::string& g : p.groups) by_group[g].push_back(r);
   }
-  auto judge = [threshold](ObserverEstimate& e) { e.flagged = e.valid && e.low > 1 + threshold; };
-  out.all = EstimateRatio(std::move(all));
-  judge(out.all);
+  // Bonferroni over "all" and every group key: the run's family-wise bound is kObserverAlpha.
+  const double alpha = kObserverAlpha / double(1 + by_group.size());
+  // The evidence is followed pair by pair, in the order given, and its highest value kept: a
+  // flag is raised the first time it crosses 1/alpha, as the live looks would have raised it,
+  // so a run rebuilt from the store gets the verdict it had (Ville's bound covers every prefix).
+  auto judge = [threshold, alpha](ObserverEstimate& e, const std::vector<double>& ratios) {
+    uint64_t n = 0;
+    e.evidence = 1;
+    for (double r : ratios) {
+      if (!std::isfinite(r) || !(r > 0)) continue;
+      ++n;
+      if (!(r > 1 + threshold)) continue;
+      ++e.above;  // the evidence can only have risen with this pair: look now
+      if (e.evidence < 1 / alpha) e.evidence = std::max(e.evidence, SignTestEvidence(e.above, n));
+    }
+    e.alpha = alpha;
+    e.flagged = e.evidence >= 1 / alpha;
+  };
+  out.all = EstimateRatio(all);
+  judge(out.all, all);
   out.flagged = out.all.flagged;
   for (auto& [group, ratios] : by_group) {
-    ObserverEstimate e = EstimateRatio(std::move(ratios));
+    ObserverEstimate e = EstimateRatio(ratios);
     e.group = group;
-    judge(e);
+    judge(e, ratios);
     out.flagged = out.flagged || e.flagged;
     out.by_group.push_back(std::move(e));
   }

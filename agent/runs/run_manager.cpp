@@ -1,7 +1,8 @@
 #include "agent/runs/run_manager.h"
-#include "common/clock.h"
 
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,14 +11,29 @@
 
 #include "agent/config/log.h"
 #include "agent/source/run_key.h"
+#include "common/clock.h"
 
 namespace seqpoint::daemon {
 namespace {
 
-}  // namespace
-
-
-namespace {
+// A process's start (/proc/<pid>/stat field 22: clock ticks since boot) on CLOCK_MONOTONIC, the
+// probes' clock (which stops during suspend, where CLOCK_BOOTTIME does not); 0 when unknown.
+uint64_t StartMonotonicNs(uint64_t start_ticks) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (start_ticks == 0 || hz <= 0) return 0;
+  timespec boot{}, mono{};
+  if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0 || clock_gettime(CLOCK_MONOTONIC, &mono) != 0) {
+    return 0;
+  }
+  const auto ns = [](const timespec& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  const int64_t suspended = ns(boot) - ns(mono);
+  const int64_t start_boot =
+      static_cast<int64_t>(start_ticks / static_cast<uint64_t>(hz)) * 1'000'000'000 +
+      static_cast<int64_t>(start_ticks % static_cast<uint64_t>(hz)) * 1'000'000'000 / hz;
+  return start_boot > suspended ? static_cast<uint64_t>(start_boot - suspended) : 0;
+}
 
 // Counter groups rotate per SeqPoint: CollectorSet gives each collector group
 // visit % group_count(), where visit is the selector's Decision::group. With counter_groups at
@@ -33,13 +49,14 @@ RunManagerOptions WithGroupRotation(RunManagerOptions o) {
 }  // namespace
 
 RunManager::RunManager(Store* store, CollectorSetFactory collectors, RunManagerOptions options)
-    : store_(store),
+    : persistence_(store, options.checkpoint_every, options.max_unsaved_closed),
       collector_factory_(std::move(collectors)),
       options_(WithGroupRotation(std::move(options))),
       backoff_(options_.profiler_hold_down_s * 1'000'000'000) {}
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
   options_ = WithGroupRotation(options);
+  persistence_.set_limits(options_.checkpoint_every, options_.max_unsaved_closed);
   backoff_.set_hold_down_ns(options_.profiler_hold_down_s * 1'000'000'000);
   if (!node_dropped_.empty()) {
     SEQPOINT_LOG(kInfo,
@@ -50,24 +67,29 @@ void RunManager::Reconfigure(const RunManagerOptions& options) {
   for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
 }
 
-RunManager::Proc* RunManager::ProcFor(pid_t pid) {
-  auto it = procs_.find(pid);
-  if (it != procs_.end()) return &it->second;
-  OnProcessFound(ProcessInfo{pid, 0, "", ""});  // events from a process not announced first
-  it = procs_.find(pid);
-  return it == procs_.end() ? nullptr : &it->second;
-}
-
 RunTracker* RunManager::TrackerFor(const Proc& proc) {
   auto it = runs_.find(proc.run_id);
   return it == runs_.end() ? nullptr : it->second.get();
 }
 
 void RunManager::OnProcessFound(const ProcessInfo& p) {
-  if (procs_.count(p.pid)) return;
   const bool live = source_ == nullptr || source_->pids_are_live();
   uint64_t start =
       p.start_time || !live ? p.start_time : ProcessStartTime(options_.proc_root, p.pid);
+  switch (registry_.Classify(p.pid, start)) {
+    case ProcessRegistry::Announce::kKnown:
+      return;  // announced again (an exec keeps the pid and the start time)
+    case ProcessRegistry::Announce::kReused: {
+      // The pid's previous process exited unseen and a new one took the pid: end the old one
+      // (its run closes if it was the last) before the new one starts its own.
+      SEQPOINT_LOG(kInfo, "pid " + std::to_string(p.pid) +
+                              " was reused by a new process: the previous one ended unseen");
+      OnProcessExit(ProcessExit{p.pid, false, std::nullopt, std::nullopt});
+      break;
+    }
+    case ProcessRegistry::Announce::kNew:
+      break;
+  }
   std::string key = !p.run_key.empty()
                         ? p.run_key
                         : RunKeyFor(options_.group_by, options_.proc_root, p.pid, start);
@@ -82,7 +104,7 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     // Numbered here, so a run exists before the store could write it: one that cannot be
     // written now is kept in memory and its row created by a later flush (run_manager_store.cpp).
     r.id = NewRunId();
-    if (!store_->CreateRun(r).ok()) ++store_errors_;
+    persistence_.Create(r);
     auto created = RunTracker::Create(r, options_.selector);
     if (!created.ok()) {
       SEQPOINT_LOG(kError, "cannot start run " + key + ": " + created.status().message());
@@ -90,11 +112,13 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     }
     tracker = created->get();
     tracker->set_control_every(options_.observer_control_every);
-    for (const auto& [collector, by_run] : node_dropped_) {
+    for (const auto& [collector, drop] : node_dropped()) {
       tracker->dropped_collectors().insert(collector);
       SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + ": collector " + collector +
-                              " not used: it perturbed run " + std::to_string(by_run) +
-                              " on this node (SIGHUP or a restart tries it again)");
+                              " not used: it perturbed run " + std::to_string(drop.run_id) +
+                              " on this node (the drop expires in " +
+                              std::to_string((drop.until_unix_ns - WallNs()) / 1'000'000'000) +
+                              " s, runs.observer_effect_node_drop_s; SIGHUP tries it again now)");
     }
     runs_[r.id] = std::move(*created);
     SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + " (" + key + ") started by pid " +
@@ -108,10 +132,12 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
   idle_since_ns_.erase(rec.id);
   if (live && !job_labels_.count(rec.id)) {
     RunJobLabels labels = JobLabelsFor(options_.proc_root, p.pid);
-    if (!labels.job_name.empty() || !labels.world_size.empty()) job_labels_[rec.id] = labels;
+    if (labels.Any()) job_labels_[rec.id] = labels;  // every launch layer (run_key.h)
   }
-  Proc& proc = procs_[p.pid];
-  proc.run_id = rec.id;
+  // Its start tells iterations missed before the probes attached from a numbering that starts
+  // at a global step (a replayed trace's pids have no start here).
+  if (live) tracker->SetProcessStart(p.pid, StartMonotonicNs(start));
+  Proc& proc = registry_.Add(p.pid, start, rec.id);
   if (live) ScanProcess(p.pid, proc, MonotonicNs(), WallNs());  // profiled from its start
   attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
   if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
@@ -180,9 +206,9 @@ void RunManager::StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uin
     }
   }
   if (proc->collectors) {
-    const bool any_open = std::any_of(
-        proc->collectors->stats().begin(), proc->collectors->stats().end(),
-        [](const auto& st) { return st.state == collectors::CollectorState::kOpen; });
+    const bool any_open =
+        std::any_of(proc->collectors->stats().begin(), proc->collectors->stats().end(),
+                    [](const auto& st) { return st.state == collectors::CollectorState::kOpen; });
     if (any_open && (source_ == nullptr || source_->pids_are_live())) {
       windows_.UserSpaceStart(proc->begin_probe_ns, static_cast<uint64_t>(MonotonicNs()));
     }
@@ -191,10 +217,11 @@ void RunManager::StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uin
   }
 }
 
-std::vector<collectors::Sample> RunManager::EndMeasurement(pid_t pid, Proc& proc) {
-  std::vector<collectors::Sample> values;
+RunManager::Measured RunManager::EndMeasurement(pid_t pid, Proc& proc) {
+  Measured out;
+  std::vector<collectors::Sample>& values = out.values;
   proc.measuring.reset();
-  if (!proc.collectors) return values;
+  if (!proc.collectors) return out;
   auto readings = proc.collectors->End();
   const auto& stats = proc.collectors->stats();
   for (const collectors::CollectorReading& r : readings) {
@@ -213,7 +240,7 @@ std::vector<collectors::Sample> RunManager::EndMeasurement(pid_t pid, Proc& proc
   // Which counter group each collector held (a failed one still ran its Begin): the observer
   // effect is estimated per group.
   for (const collectors::CollectorReading& r : readings) {
-    values.push_back({"group:" + r.collector, static_cast<double>(r.group), "group"});
+    out.groups.push_back({r.collector, static_cast<uint32_t>(r.group)});
   }
   for (const collectors::CollectorReading& r : readings) {
     if (collectors::IsCountersBusy(r.status)) {
@@ -221,23 +248,7 @@ std::vector<collectors::Sample> RunManager::EndMeasurement(pid_t pid, Proc& proc
       break;
     }
   }
-  return values;
-}
-
-std::optional<double> RunManager::IterationEnergy(int64_t run_id, RunTracker& tracker,
-                                                  const IterationEnd& e) {
-  if (energy_ == nullptr || e.begin_ns == 0 || e.end_ns < e.begin_ns) return std::nullopt;
-  std::optional<uint32_t> k = attribution_.Divisor(run_id, e.begin_ns, e.end_ns);
-  if (!k) {
-    tracker.CountEnergyUnattributed(/*shared=*/true);
-    return std::nullopt;
-  }
-  std::optional<double> uj = energy_->EnergyBetween(e.begin_ns, e.end_ns);
-  if (!uj) {
-    tracker.CountEnergyUnattributed(/*shared=*/false);
-    return std::nullopt;
-  }
-  return *uj / *k;
+  return out;
 }
 
 void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
@@ -264,16 +275,23 @@ void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
   }
   if (!options_.observer_drop) return;
   bool dropped_now = false;
+  const bool node_wide = options_.observer_node_drop_s > 0;
   for (const std::string& c : blamed) {
-    node_dropped_.emplace(c, run_id);
+    if (node_wide) {
+      node_dropped_[c] = {run_id, WallNs() + options_.observer_node_drop_s * 1'000'000'000};
+    }
     if (!tracker.dropped_collectors().insert(c).second) continue;
     dropped_now = true;
     SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": dropping collector " + c +
-                            " for the rest of the run and for later runs on this node "
-                            "(runs.observer_effect_action = \"drop\")");
+                            " for the rest of the run" +
+                            (node_wide ? " and for the node's runs of the next " +
+                                             std::to_string(options_.observer_node_drop_s) +
+                                             " s (runs.observer_effect_node_drop_s)"
+                                       : std::string()) +
+                            " (runs.observer_effect_action = \"drop\")");
   }
   if (!dropped_now) return;
-  for (auto& [pid, p] : procs_) {
+  for (auto& [pid, p] : registry_.all()) {
     if (p.run_id != run_id || !p.collectors) continue;
     if (p.measuring) {
       p.rebuild = true;  // after this measurement
@@ -284,38 +302,47 @@ void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
   }
 }
 
+std::map<std::string, NodeDrop> RunManager::node_dropped() const {
+  std::map<std::string, NodeDrop> out;
+  const int64_t now = WallNs();
+  for (const auto& [collector, drop] : node_dropped_) {
+    if (drop.until_unix_ns > now) out.emplace(collector, drop);
+  }
+  return out;
+}
+
 void RunManager::OnIterationEnd(const IterationEnd& e) {
   Proc* proc = ProcFor(e.pid);
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
-  std::vector<collectors::Sample> values;
+  Measured m;
   const bool measured = proc->measuring && *proc->measuring == e.iter;
-  if (measured) values = EndMeasurement(e.pid, *proc);
+  if (measured) m = EndMeasurement(e.pid, *proc);
   if (measured && proc->probe_counters && proc->probe_counters->iter == e.iter) {
-    windows_.TakeProbeCounters(*proc->probe_counters, &values);
+    windows_.TakeProbeCounters(*proc->probe_counters, &m.values);
   }
   proc->probe_counters.reset();
-  if (JoinEnd(e, *proc, *tracker, measured, values)) return;  // a data-parallel run
-  std::optional<double> energy = IterationEnergy(proc->run_id, *tracker, e);
+  if (JoinEnd(e, *proc, *tracker, measured, m)) return;  // a data-parallel run
+  bool later = false;
+  std::optional<double> energy = EnergyOrPark(proc->run_id, *tracker, e, /*whole=*/false, &later);
   tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
-                    e.end_ns, values, energy);
+                    e.end_ns, m.values, energy, m.groups, later);
   CheckObserverEffect(proc->run_id, *tracker);
   UpdateHooks(e.pid, *proc, *tracker);
 }
 
 void RunManager::OnIterationCounters(const IterationCounters& c) {
-  auto it = procs_.find(c.pid);
-  if (it != procs_.end()) it->second.probe_counters = c;
+  if (Proc* p = ProcFor(c.pid)) p->probe_counters = c;
 }
 
 void RunManager::OnProcessExit(const ProcessExit& x) {
-  auto it = procs_.find(x.pid);
-  if (it == procs_.end()) return;
+  auto it = registry_.all().find(x.pid);
+  if (it == registry_.all().end()) return;
   Proc& proc = it->second;
   const int64_t run_id = proc.run_id;
   if (proc.measuring) (void)EndMeasurement(x.pid, proc);
   if (proc.collectors) proc.collectors->Close();
-  procs_.erase(it);
+  registry_.all().erase(it);
   backoff_.Forget(x.pid);
   const uint64_t now_mono = MonotonicNowNs();
   attribution_.ProcessExited(x.pid, now_mono);
@@ -332,7 +359,7 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
     tracker.record().end_reason = "pid " + std::to_string(x.pid) + " " + x.Describe();
     SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": " + tracker.record().end_reason);
   }
-  for (const auto& [pid, p] : procs_) {
+  for (const auto& [pid, p] : registry_.all()) {
     if (p.run_id == run_id) return;  // other ranks still run
   }
   RunState state =
@@ -346,11 +373,17 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
 void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& reason) {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return;
+  if (energy_ != nullptr && std::any_of(parked_.begin(), parked_.end(),
+                                        [&](const Parked& p) { return p.run_id == run_id; })) {
+    energy_->Sample();     // its last iterations' energy: once, at its close
+    SettleParked(run_id);  // and those still uncovered get none (counted)
+  }
   RunTracker& tracker = *it->second;
   tracker.record().state = state;
   tracker.record().end_reason = reason;
   tracker.record().ended_unix_ns = tracker.record().updated_unix_ns = WallNs();
-  const bool saved = SaveRun(tracker, /*fresh=*/true).ok();  // the daemon logs store trouble
+  // The daemon logs store trouble.
+  const bool saved = persistence_.Save(tracker, /*fresh=*/true).ok();
   SelfCheck check = tracker.self_check();
   SEQPOINT_LOG(
       kInfo, "run " + std::to_string(run_id) + " (" + tracker.record().key + ") " +
@@ -360,7 +393,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
                  (check.valid ? ", time projection error " + std::to_string(check.error * 100) + "%"
                               : ""));
   if (on_closed_) on_closed_(tracker.Snapshot());
-  if (!saved) KeepUnsaved(std::move(it->second));
+  if (!saved) persistence_.KeepUnsaved(std::move(it->second));
   runs_.erase(it);
   joins_.erase(run_id);
   idle_since_ns_.erase(run_id);
@@ -374,7 +407,7 @@ void RunManager::CloseIdleRuns() {
   if (source_ == nullptr || source_->pids_are_live()) {
     // A process whose exit event was lost: gone from /proc.
     std::vector<pid_t> gone;
-    for (const auto& [pid, p] : procs_) {
+    for (const auto& [pid, p] : registry_.all()) {
       if (!ProcessExists(options_.proc_root, pid)) gone.push_back(pid);
     }
     for (pid_t pid : gone) OnProcessExit(ProcessExit{pid, false, std::nullopt, std::nullopt});
@@ -382,7 +415,7 @@ void RunManager::CloseIdleRuns() {
   std::vector<int64_t> idle;
   for (const auto& [id, t] : runs_) {
     bool has_proc = false;
-    for (const auto& [pid, p] : procs_) has_proc = has_proc || p.run_id == id;
+    for (const auto& [pid, p] : registry_.all()) has_proc = has_proc || p.run_id == id;
     if (has_proc) continue;
     auto [since, inserted] = idle_since_ns_.try_emplace(id, now);
     if (!inserted && now - since->second >= options_.idle_timeout_s * 1'000'000'000) {

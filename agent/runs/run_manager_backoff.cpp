@@ -55,7 +55,7 @@ void RunManager::ScanProfilers() {
   // A replayed trace's pids are not this node's processes.
   const bool live = source_ == nullptr || source_->pids_are_live();
   if (live) {
-    for (auto& [pid, proc] : procs_) ScanProcess(pid, proc, mono, wall);
+    for (auto& [pid, proc] : registry_.all()) ScanProcess(pid, proc, mono, wall);
   }
   for (const auto& [pid, b] : backoff_.Expire(mono)) {
     SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": " + b.profiler + " not seen for " +
@@ -67,7 +67,7 @@ void RunManager::ScanProfilers() {
 
 const PauseState& RunManager::PauseCollectors(std::optional<int64_t> duration_ns) {
   const PauseState& p = backoff_.Pause(duration_ns, MonotonicNs(), WallNs());
-  for (auto& [pid, proc] : procs_) StopCollectors(proc);
+  for (auto& [pid, proc] : registry_.all()) StopCollectors(proc);
   SEQPOINT_LOG(kWarn, "collectors paused by command " +
                           (duration_ns ? "for " + std::to_string(*duration_ns / 1'000'000) + " ms"
                                        : std::string("until `seqpoint resume`")) +
@@ -84,8 +84,8 @@ bool RunManager::ResumeCollectors() {
 std::map<pid_t, Backoff> RunManager::RunBackoffs(int64_t run_id) const {
   std::map<pid_t, Backoff> out;
   for (const auto& [pid, b] : backoff_.active()) {
-    auto it = procs_.find(pid);
-    if (it != procs_.end() && it->second.run_id == run_id) out.emplace(pid, b);
+    auto it = registry_.all().find(pid);
+    if (it != registry_.all().end() && it->second.run_id == run_id) out.emplace(pid, b);
   }
   return out;
 }

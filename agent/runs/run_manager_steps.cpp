@@ -30,7 +30,7 @@ void RunManager::JoinFound(pid_t pid, Proc& proc, RunTracker& tracker) {
     return;
   }
   std::vector<pid_t> others;
-  for (const auto& [other, p] : procs_) {
+  for (const auto& [other, p] : registry_.all()) {
     if (other != pid && p.run_id == run_id) others.push_back(other);
   }
   if (others.empty() && launch.local_size < 2) return;  // one process: fed as before
@@ -46,7 +46,7 @@ void RunManager::JoinFound(pid_t pid, Proc& proc, RunTracker& tracker) {
   // A process that ran alone so far: its iterations fed already stay as they were.
   const RunRecord& rec = tracker.record();
   const uint64_t next = rec.iterations > 0 ? rec.max_iter + 1 : 0;
-  for (pid_t other : others) join->AddRank(other, procs_[other].rank, next);
+  for (pid_t other : others) join->AddRank(other, registry_.all()[other].rank, next);
   join->AddRank(pid, launch.rank);
   SEQPOINT_LOG(kInfo, "run " + std::to_string(run_id) + " (" + rec.key +
                           ") is data-parallel: steps join its ranks' iterations" +
@@ -68,11 +68,11 @@ bool RunManager::JoinBegin(const IterationBegin& b, Proc& proc, RunTracker& trac
 }
 
 bool RunManager::JoinEnd(const IterationEnd& e, Proc& proc, RunTracker& tracker, bool measured,
-                         std::vector<collectors::Sample>& values) {
+                         Measured& m) {
   auto it = joins_.find(proc.run_id);
   if (it == joins_.end() || it->second->Direct(e.pid, e.iter)) return false;
   it->second->End(e.pid, e.iter, e.seq_len, e.batch, e.tokens, e.begin_ns, e.end_ns, measured,
-                  std::move(values));
+                  std::move(m.values), std::move(m.groups));
   RunJoinActions(proc.run_id, *it->second, tracker);
   return true;
 }
@@ -114,8 +114,8 @@ void RunManager::RunJoinActions(int64_t run_id, StepJoin& join, RunTracker& trac
         // A control is timed like any chosen step, but no collector touches any of its ranks.
         join.Decided(a.iter, d.measure && !tracker.IsControl(join.lead(), a.iter), d.group);
       } else if (a.kind == StepAction::Kind::kMeasure) {
-        auto p = procs_.find(a.pid);
-        if (p == procs_.end() || p->second.run_id != run_id) continue;
+        auto p = registry_.all().find(a.pid);
+        if (p == registry_.all().end() || p->second.run_id != run_id) continue;
         if (p->second.measuring) (void)EndMeasurement(a.pid, p->second);
         StartCollectors(a.pid, &p->second, &tracker, a.iter, a.group);
       } else {
@@ -125,16 +125,18 @@ void RunManager::RunJoinActions(int64_t run_id, StepJoin& join, RunTracker& trac
         span.iter = s.iter;
         span.begin_ns = s.begin_ns;
         span.end_ns = s.end_ns;
-        std::optional<double> energy = IterationEnergy(run_id, tracker, span);
+        // The node's energy over the step, whole: the step stands for every rank.
+        bool later = false;
+        std::optional<double> energy = EnergyOrPark(run_id, tracker, span, /*whole=*/true, &later);
         tracker.Complete(join.lead(), s.iter, s.seq_len, s.batch, static_cast<double>(s.tokens),
-                         s.begin_ns, s.end_ns, s.values, energy);
+                         s.begin_ns, s.end_ns, s.values, energy, s.groups, later);
         CheckObserverEffect(run_id, tracker);
         stepped = true;
       }
     }
   }
   if (!stepped) return;
-  for (auto& [pid, p] : procs_) {
+  for (auto& [pid, p] : registry_.all()) {
     if (p.run_id == run_id) UpdateHooks(pid, p, tracker);
   }
 }

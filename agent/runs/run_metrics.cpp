@@ -34,7 +34,9 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto info = Gauge("seqpoint_run_info",
                     "A run watched on this node (value 1): its key, state, the launcher and job id "
                     "(job_id) it came from (runs.group_by), the job's step, name and world size "
-                    "as its launcher set them (empty when not set), and the node.");
+                    "as its launcher set them (empty when not set), and the node; and every "
+                    "layer that launched it: the Slurm job and step, the Kubernetes namespace "
+                    "and pod, the launcher's run (torchrun, MPI).");
   auto proj = Gauge("seqpoint_run_projection",
                     "Projected whole-run total of a metric from the SeqPoints, in base units.");
   auto low = Gauge("seqpoint_run_projection_low", "Lower end of the projection's 95% interval.");
@@ -46,7 +48,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                       "found from every iteration's time and projected from its own samples).");
   auto bounded = Gauge("seqpoint_run_projection_bounded",
                        "0 when the measured samples cannot bound the metric (fewer than three "
-                       "non-zero values, or one outweighs the rest): the total is then a floor.");
+                       "non-zero values, or one outweighs the rest, or fewer than 3 degrees of "
+                       "freedom): the total is then a floor.");
   auto gap = Gauge("seqpoint_run_projection_unobserved",
                    "The part of the projected total that stands for the run's unobserved "
                    "iterations (agent down, events lost), estimated from the observed ones.");
@@ -126,20 +129,25 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     const std::string run = std::to_string(id);
     const RunAttribution who = AttributionOf(s.run.key);
     const RunJobLabels job = runs.JobLabels(id);
-    info.Add({{"run", run},
-              {"key", s.run.key.substr(0, kMaxLabelBytes)},
-              {"state", std::string(RunStateName(s.run.state))},
-              {"launcher", who.launcher},
-              {"job_id", who.job},  // not "job": Prometheus's own label
-              {"step", who.step},
-              {"job_name", job.job_name},
-              {"world_size", job.world_size},
-              {"node", options.node}},
-             1);
+    Labels info_labels = {{"run", run},
+                          {"key", s.run.key.substr(0, kMaxLabelBytes)},
+                          {"state", std::string(RunStateName(s.run.state))},
+                          {"launcher", who.launcher},
+                          {"job_id", who.job},  // not "job": Prometheus's own label
+                          {"step", who.step},
+                          {"job_name", job.job_name},
+                          {"world_size", job.world_size},
+                          {"node", options.node}};
+    // Every layer that launched the job (the scheduler's and the launcher's: run_key.h).
+    const Labels layers = LaunchLayerLabels(job);
+    info_labels.insert(info_labels.end(), layers.begin(), layers.end());
+    info.Add(info_labels, 1);
     Labels& upload_labels = attribution[run];
-    for (const auto& [k, v] : Labels{{"launcher", who.launcher}, {"job_id", who.job},
-                                     {"step", who.step}, {"job_name", job.job_name},
-                                     {"world_size", job.world_size}, {"node", options.node}}) {
+    Labels attributed = {{"launcher", who.launcher}, {"job_id", who.job},
+                         {"step", who.step},         {"job_name", job.job_name},
+                         {"world_size", job.world_size}, {"node", options.node}};
+    attributed.insert(attributed.end(), layers.begin(), layers.end());
+    for (const auto& [k, v] : attributed) {
       if (!v.empty()) upload_labels.emplace_back(k, v);  // an empty label is no label
     }
     // Processes by reason and what was seen (never by pid); 0 with profiler="" when none, so
@@ -167,7 +175,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       if (std::isfinite(p.steady_total)) steady.Add(l, p.steady_total * b.scale);
       gap.Add(l, p.gap_total * b.scale);  // 0 while every iteration was seen
     }
-    for (const SelfCheck& c : tracker->self_checks()) {
+    // The same age as the projections above: one scrape, one recompute, one instant.
+    for (const SelfCheck& c : tracker->self_checks(1'000'000'000)) {
       if (!c.valid) continue;
       BaseUnit b = ToBaseUnit(c.metric, c.unit);
       error.Add({{"run", run}, {"metric", b.name}}, c.error);
@@ -243,12 +252,25 @@ std::vector<MetricFamily> RunManagerFamilies(const RunManager& runs) {
                     .Add({}, static_cast<double>(runs.runs_crashed())));
   out.push_back(Gauge("seqpoint_processes_watched", "Training processes attached.")
                     .Add({}, static_cast<double>(runs.processes())));
-  auto up = Gauge("seqpoint_collector_up", "1 when the collector opened on the last process.");
+  auto up = Gauge("seqpoint_collector_up",
+                  "1 while the collector measures on this node: it opened on the last process "
+                  "(state) and nothing stops it (reason: \"\"). 0 with the reason it does not: "
+                  "open_failed, absent (no such hardware or library here), paused (`seqpoint "
+                  "pause`), observer_effect (a node-wide drop after it slowed a run, "
+                  "runs.observer_effect_node_drop_s).");
+  const std::map<std::string, NodeDrop> dropped = runs.node_dropped();
+  const bool paused = runs.backoff().pause().paused;
   auto meas = Counter("seqpoint_collector_measurements_total", "Collector measurements by result.");
   auto cost = Counter("seqpoint_collector_cost_seconds_total",
                       "Wall time spent in the collector's Begin and End.");
   for (const auto& [name, t] : runs.collector_totals()) {
-    up.Add({{"collector", name}, {"state", t.state}}, t.state == "open" ? 1 : 0);
+    const std::string reason = t.state == "failed"   ? "open_failed"
+                               : t.state == "absent" ? "absent"
+                               : paused              ? "paused"
+                               : dropped.count(name) ? "observer_effect"
+                               : t.state != "open"   ? t.state
+                                                     : "";
+    up.Add({{"collector", name}, {"state", t.state}, {"reason", reason}}, reason.empty() ? 1 : 0);
     meas.Add({{"collector", name}, {"result", "ok"}}, static_cast<double>(t.ok));
     meas.Add({{"collector", name}, {"result", "failed"}}, static_cast<double>(t.failed));
     cost.Add({{"collector", name}}, t.cost_us * 1e-6);

@@ -1,17 +1,21 @@
 #include "agent/runs/run_tracker.h"
-#include "common/clock.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
 
+#include "common/clock.h"
 #include "selector/projection.h"
 
 namespace seqpoint::daemon {
 
 bool IsBookkeepingMetric(const std::string& metric) {
-  return metric.rfind("observer:", 0) == 0 || metric.rfind("group:", 0) == 0;
+  return metric.rfind("observer:", 0) == 0 || metric.rfind(kGroupPrefix, 0) == 0;
+}
+
+collectors::Sample EnergySample(double uj) {
+  return collectors::DeviceSample("energy_uj", uj, "uJ", collectors::SampleKind::kDelta, "node");
 }
 
 Result<std::unique_ptr<RunTracker>> RunTracker::Create(RunRecord record,
@@ -41,12 +45,15 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
   }
   t.new_log_.clear();
   t.tail_log_.clear();
+  t.first_iter_.clear();     // the replayed first iterations were judged before the restart
   t.record_ = snapshot.run;  // counters as saved, not as re-counted by the replay
   t.histogram_.clear();
   for (const HistogramBin& b : snapshot.histogram) {
     t.histogram_[b.seq_len] = b;
     t.actual_time_ns_ += b.time_ns_sum;
-    t.timed_iterations_ += b.count;
+    // Timed iterations only (untimed ones have no begin): a row of an older store that has a
+    // time but no count of timed iterations falls back to every iteration of the bin.
+    t.timed_iterations_ += b.time_count > 0 || b.time_ns_sum <= 0 ? b.time_count : b.count;
     t.actual_energy_uj_ += b.energy_uj_sum;
     t.energy_iterations_ += b.energy_count;
   }
@@ -56,7 +63,15 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     mi.iter = m.iter;
     mi.seq_len = m.seq_len;
     mi.batch = m.batch;
-    mi.values.push_back({m.metric, m.value, m.unit});
+    // The store's bookkeeping rows become the typed fields (the one place that parses them).
+    if (m.metric == kControlMetric) mi.control = m.value != 0;
+    if (m.metric.rfind(kGroupPrefix, 0) == 0) {
+      mi.groups.push_back({m.metric.substr(kGroupPrefix.size()), static_cast<uint32_t>(m.value)});
+    }
+    if (IsBookkeepingMetric(m.metric)) continue;  // typed above, not a metric
+    collectors::Sample v{m.metric, m.value, m.unit};
+    collectors::InferScopeAndKind(v);  // the store keeps no scope or kind: as collected
+    mi.values.push_back(std::move(v));
   }
   for (const auto& [ordinal, mi] : t.measured_) ++t.visits_[mi.pid];
   t.dirty_ = true;
@@ -85,9 +100,16 @@ uint64_t RunTracker::Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
   }
   if (log != nullptr) *log = ref;
   auto [it, first] = last_iter_.try_emplace(pid, iter);
-  if (first) {
-    record_.unobserved += iter;  // attached after the process began: 0..iter-1 were missed
-  } else {
+  if (first && iter > 0) {
+    // A first index above 0 is either iterations run before the probes attached or where the
+    // process's numbering starts (a job resumed at its global step). With the process's start
+    // known, Complete tells them apart; without it, they count as missed.
+    if (process_start_ns_.count(pid)) {
+      first_iter_[pid] = iter;
+    } else {
+      record_.unobserved += iter;
+    }
+  } else if (!first) {
     if (iter > it->second + 1) record_.unobserved += iter - it->second - 1;
     it->second = std::max(it->second, iter);
   }
@@ -122,7 +144,8 @@ bool RunTracker::IsControl(pid_t pid, uint64_t iter) const {
 void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
                           uint64_t begin_ns, uint64_t end_ns,
                           const std::vector<collectors::Sample>& values,
-                          std::optional<double> energy_uj) {
+                          std::optional<double> energy_uj, const std::vector<CounterGroup>& groups,
+                          bool energy_later) {
   Pending p{};
   auto key = std::make_pair(pid, iter);
   if (auto it = pending_.find(key); it != pending_.end()) {
@@ -142,8 +165,10 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
   const double energy = energy_uj.value_or(-1);
   const bool has_energy = std::isfinite(energy) && energy >= 0;
   HistogramBin& bin = histogram_[seq_len];
+  if (timed) JudgeFirstIteration(pid, begin_ns, time_ns);
   if (timed) {
     bin.time_ns_sum += time_ns;
+    ++bin.time_count;
     ++timed_iterations_;
     actual_time_ns_ += time_ns;
     ++spread_n_;
@@ -163,17 +188,49 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
   }
   if (p.decision.measure) {
     MeasuredIteration& mi = measured_[p.ordinal];
-    mi = {pid, iter, seq_len, batch, {}};
+    mi = {pid, iter, seq_len, batch, {}, p.control, {}};
+    for (const CounterGroup& g : groups) AddGroup(p.ordinal, g);
     for (const collectors::Sample& v : values) {
+      if (v.name.rfind(kGroupPrefix, 0) == 0) {  // an older caller's group row
+        AddGroup(p.ordinal, {v.name.substr(kGroupPrefix.size()), static_cast<uint32_t>(v.value)});
+        continue;
+      }
       // The sampler's energy wins: it is the one the actual total sums.
-      if (has_energy && v.name == "energy_uj") continue;
+      if ((has_energy || energy_later) && v.name == "energy_uj") continue;
       AddValue(p.ordinal, mi, v);
       if (!IsBookkeepingMetric(v.name)) AddCost(seq_len, v.name, v.value, now);
     }
     if (timed) AddValue(p.ordinal, mi, {"time_ns", time_ns, "ns"});
-    if (has_energy) AddValue(p.ordinal, mi, {"energy_uj", energy, "uJ"});
-    if (p.control) AddValue(p.ordinal, mi, {"observer:control", 1, "flag"});
+    if (has_energy) AddValue(p.ordinal, mi, EnergySample(energy));
+    if (p.control) AddStoreRow(p.ordinal, mi, std::string(kControlMetric), 1, "flag");
     observer_dirty_ = true;
+  }
+  if (energy_later && !has_energy) {
+    energy_waiting_[{pid, iter}] = {p.ordinal, seq_len, p.decision.measure};
+  }
+  record_.updated_unix_ns = now;
+  dirty_ = true;
+}
+
+void RunTracker::SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> energy_uj) {
+  auto it = energy_waiting_.find({pid, iter});
+  if (it == energy_waiting_.end()) return;
+  const EnergyWait w = it->second;
+  energy_waiting_.erase(it);
+  if (!energy_uj || !std::isfinite(*energy_uj) || *energy_uj < 0) return;
+  const double energy = *energy_uj;
+  HistogramBin& bin = histogram_[w.seq_len];
+  bin.energy_uj_sum += energy;
+  ++bin.energy_count;
+  ++energy_iterations_;
+  actual_energy_uj_ += energy;
+  const int64_t now = WallNs();
+  AddCost(w.seq_len, "energy_uj", energy, now);
+  if (w.measured) {
+    if (auto m = measured_.find(w.ordinal); m != measured_.end()) {
+      AddValue(w.ordinal, m->second, EnergySample(energy));
+      observer_dirty_ = true;
+    }
   }
   record_.updated_unix_ns = now;
   dirty_ = true;
@@ -183,6 +240,44 @@ void RunTracker::AddValue(uint64_t ordinal, const MeasuredIteration& mi, collect
   new_measurements_.push_back(
       {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.name, v.unit, v.value});
   measured_[ordinal].values.push_back(std::move(v));
+}
+
+void RunTracker::AddGroup(uint64_t ordinal, const CounterGroup& g) {
+  MeasuredIteration& mi = measured_[ordinal];
+  for (const CounterGroup& had : mi.groups) {
+    if (had.collector == g.collector) return;  // one per collector (the step join's ranks)
+  }
+  mi.groups.push_back(g);
+  AddStoreRow(ordinal, mi, std::string(kGroupPrefix) + g.collector, static_cast<double>(g.group),
+              "group");
+}
+
+void RunTracker::AddStoreRow(uint64_t ordinal, const MeasuredIteration& mi, std::string metric,
+                             double value, std::string unit) {
+  // The store's row only: in memory the typed field says it (MeasuredIteration).
+  new_measurements_.push_back(
+      {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, std::move(metric), std::move(unit), value});
+}
+
+void RunTracker::SetProcessStart(pid_t pid, uint64_t start_ns) {
+  if (start_ns > 0) process_start_ns_[pid] = start_ns;
+}
+
+void RunTracker::JudgeFirstIteration(pid_t pid, uint64_t begin_ns, double time_ns) {
+  auto f = first_iter_.find(pid);
+  if (f == first_iter_.end()) return;
+  const uint64_t first = f->second;
+  first_iter_.erase(f);
+  auto start = process_start_ns_.find(pid);
+  if (start == process_start_ns_.end() || begin_ns <= start->second) return;
+  // Could `first` iterations, each at least as long as this one (the first iterations of a
+  // process are its slowest: warm-up), have run between the process's start and this
+  // iteration's begin? Only then were they run and missed before the probes attached; else the
+  // index is where the process's numbering starts, and nothing was missed.
+  const double since_start = static_cast<double>(begin_ns - start->second);
+  if (static_cast<double>(first) * time_ns > since_start) return;
+  record_.unobserved += first;
+  record_.unobserved_before_attach += first;
 }
 
 void RunTracker::DropPending(pid_t pid) {
@@ -219,16 +314,16 @@ RunSnapshot RunTracker::Snapshot(int64_t max_age_ns) {
   return s;
 }
 
-SelfCheck RunTracker::self_check() {
-  (void)Snapshot(0);
+SelfCheck RunTracker::self_check(int64_t max_age_ns) {
+  (void)Snapshot(max_age_ns);
   for (const SelfCheck& c : self_checks_) {
     if (c.metric == "time_ns") return c;
   }
   return SelfCheck{};
 }
 
-std::vector<SelfCheck> RunTracker::self_checks() {
-  (void)Snapshot(0);
+std::vector<SelfCheck> RunTracker::self_checks(int64_t max_age_ns) {
+  (void)Snapshot(max_age_ns);
   return self_checks_;
 }
 

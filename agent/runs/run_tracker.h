@@ -8,8 +8,9 @@
 //
 // Observer effect (observer_effect.h): one in runs.observer_effect_control_every of the
 // iterations chosen in a process is a control, timed but measured by no collector (Decide
-// says so through IsControl). Controls are marked by an "observer:control" measurement row, the
-// counter groups a treated iteration held by "group:<collector>" rows. A flag, once raised,
+// says so through IsControl). Controls are marked by MeasuredIteration::control, the counter
+// groups a treated iteration held by MeasuredIteration::groups (stored as "observer:control"
+// and "group:<collector>" measurement rows, read back by Restore only). A flag, once raised,
 // stays for the run (the estimate is remade as pairs arrive). Once the effect is flagged, the
 // time and energy projections divide each perturbed iteration's value by its
 // estimated slowdown (their intervals by the slowdown's interval ends), their self-checks
@@ -41,15 +42,15 @@
 #include <utility>
 #include <vector>
 
+#include "agent/runs/counter_group.h"
 #include "agent/runs/observer_effect.h"
-#include "collectors/collector.h"
 #include "agent/store/run_model.h"
 #include "agent/store/store.h"
+#include "collectors/collector.h"
 #include "common/status.h"
 #include "selector/online_selector.h"
 
 namespace seqpoint::daemon {
-
 
 // The self-check: projected vs actual total of a metric measured on every iteration.
 struct SelfCheck {
@@ -78,6 +79,10 @@ std::vector<SelfCheck> StoredSelfChecks(const RunSnapshot& snapshot,
 // Measurement rows that record how an iteration was measured ("observer:control",
 // "group:<collector>"), not metrics of their own: never projected.
 bool IsBookkeepingMetric(const std::string& metric);
+inline constexpr std::string_view kControlMetric = "observer:control";
+inline constexpr std::string_view kGroupPrefix = "group:";
+// The node's energy over an iteration, as the tracker records it (a device delta, "node").
+collectors::Sample EnergySample(double uj);
 
 class RunTracker {
  public:
@@ -100,11 +105,20 @@ class RunTracker {
                             double tokens);
   // At its end: time_ns = end - begin (when begin_ns > 0); energy_uj: the iteration's share of
   // the node's energy (energy_sampler.h), when known; `values` are the collectors'
-  // measurements, with a "group:<collector>" value per collector (empty unless Decide said so).
+  // measurements (empty unless Decide said so).
   // Decides first when no begin was seen.
+  // `groups`: the counter group each collector held (a "group:<collector>" value in `values`,
+  // as older callers pass it, is taken as one too).
+  // energy_later: the iteration's energy comes later, from SettleEnergy (the sampler had no
+  // sample past its end yet: energy is never read on the iteration path).
   void Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
                 uint64_t begin_ns, uint64_t end_ns, const std::vector<collectors::Sample>& values,
-                std::optional<double> energy_uj = std::nullopt);
+                std::optional<double> energy_uj = std::nullopt,
+                const std::vector<CounterGroup>& groups = {}, bool energy_later = false);
+  // The energy of an iteration completed with energy_later (nullopt: it has none, the caller
+  // counted why). Iterations are settled in any order; one not waiting is ignored.
+  void SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> energy_uj);
+  size_t energy_waiting() const { return energy_waiting_.size(); }
   // An iteration that has a time but no energy: another run shared the node (shared) or the
   // energy counter did not cover it (read failure, too old).
   void CountEnergyUnattributed(bool shared) { ++(shared ? energy_shared_ : energy_uncovered_); }
@@ -114,6 +128,11 @@ class RunTracker {
   void set_control_every(uint32_t every) { control_every_ = every; }
   // Forgets decisions of iterations that will never complete (process gone).
   void DropPending(pid_t pid);
+  // When the process started (CLOCK_MONOTONIC ns, the probes' clock). With it, a process whose
+  // first observed index is i > 0 is charged i unobserved iterations (before the probes
+  // attached) only if i iterations fit between its start and that iteration; a process resumed
+  // at its global step is charged none. Unknown (never called, a replayed trace): charged i.
+  void SetProcessStart(pid_t pid, uint64_t start_ns);
 
   // True while the selector may still choose iterations (then begin hooks are worth having).
   bool WantsBegins() const;
@@ -122,9 +141,10 @@ class RunTracker {
   const RunRecord& record() const { return record_; }
   // Histogram, SeqPoints and projections as of now (projections cached for max_age_ns).
   RunSnapshot Snapshot(int64_t max_age_ns = 0);
-  SelfCheck self_check();  // iteration time
+  // The self-checks as of the projections (recomputed when older than max_age_ns, as Snapshot).
+  SelfCheck self_check(int64_t max_age_ns = 0);  // iteration time
   // Time, then energy when the run has any.
-  std::vector<SelfCheck> self_checks();
+  std::vector<SelfCheck> self_checks(int64_t max_age_ns = 0);
   // The observer effect as of now; `threshold` as a fraction (0.05: flag above +5%).
   const ObserverEffect& observer_effect(double threshold);
   // Collectors this run no longer uses (runs.observer_effect_action = "drop").
@@ -136,6 +156,7 @@ class RunTracker {
   }
   // True the first time it is called after the observer effect is flagged (log once).
   bool FirstObserverWarning() { return !std::exchange(observer_warned_, true); }
+  uint64_t timed_iterations() const { return timed_iterations_; }  // with a begin and an end
   uint64_t energy_iterations() const { return energy_iterations_; }
   uint64_t energy_shared() const { return energy_shared_; }
   uint64_t energy_uncovered() const { return energy_uncovered_; }
@@ -166,7 +187,7 @@ class RunTracker {
   // Where Feed logged an iteration, so that Complete can add its time (time strata replay).
   struct LogRef {
     bool tail = false;
-    size_t index = 0;  // into new_log_ (when !tail)
+    size_t index = 0;                             // into new_log_ (when !tail)
     std::tuple<pid_t, uint32_t, uint32_t> key{};  // into tail_log_ (when tail)
     uint64_t generation = 0;
   };
@@ -180,7 +201,11 @@ class RunTracker {
     int32_t pid;
     uint64_t iter;
     uint32_t seq_len, batch;
+    // The metrics, each with its scope and kind (collectors::Sample); the bookkeeping is in
+    // `control` and `groups` (stored as "observer:control" / "group:<collector>" rows).
     std::vector<collectors::Sample> values;
+    bool control = false;              // timed, no collector ran (observer_effect.h)
+    std::vector<CounterGroup> groups;  // the counter group each collector held
   };
   Status LoadCheckpoint(std::string_view image);
   uint64_t Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
@@ -188,20 +213,11 @@ class RunTracker {
   void LogTime(const LogRef& log, double time_ns);
   void AddCost(uint32_t seq_len, const std::string& metric, double value, int64_t now_ns);
   void AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v);
+  void AddGroup(uint64_t ordinal, const CounterGroup& group);
+  void AddStoreRow(uint64_t ordinal, const MeasuredIteration& mi, std::string metric, double value,
+                   std::string unit);
+  void JudgeFirstIteration(pid_t pid, uint64_t begin_ns, double time_ns);
   void Recompute(int64_t now_ns);
-  // The projection of `metric`; for time and energy, corrected for the observer effect.
-  std::optional<Projection> ProjectOne(const selector::Selection& sel, const std::string& metric,
-                                       const std::string& unit);
-  std::optional<Projection> ProjectUnstratified(const selector::Selection& sel,
-                                                const std::string& metric, const std::string& unit);
-  void CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations);
-  // How far the mean cost of the unobserved iterations may lie from the observed mean, as
-  // factors of it (run_tracker_projection.cpp); known = false when no iteration was timed.
-  struct GapFactors {
-    double lo = 0, hi = 0;
-    bool known = false;
-  };
-  GapFactors UnobservedGapFactors() const;
 
   RunRecord record_;
   selector::OnlineSelector selector_;
@@ -209,7 +225,16 @@ class RunTracker {
   uint64_t next_ordinal_ = 0;
   std::map<uint64_t, std::pair<pid_t, uint64_t>> sample_ids_;  // chosen ordinal -> (pid, iter)
   std::map<std::pair<pid_t, uint64_t>, Pending> pending_;
-  std::map<pid_t, uint64_t> last_iter_;             // per process, to count unobserved indices
+  std::map<pid_t, uint64_t> last_iter_;         // per process, to count unobserved indices
+  std::map<pid_t, uint64_t> process_start_ns_;  // SetProcessStart
+  std::map<pid_t, uint64_t> first_iter_;        // first index > 0, until a timed iteration
+  // Iterations waiting for their energy (Complete with energy_later): ordinal and SL.
+  struct EnergyWait {
+    uint64_t ordinal;
+    uint32_t seq_len;
+    bool measured;
+  };
+  std::map<std::pair<pid_t, uint64_t>, EnergyWait> energy_waiting_;
   std::map<uint64_t, MeasuredIteration> measured_;  // by ordinal
   std::map<uint32_t, HistogramBin> histogram_;
   int64_t saved_at_ns_ = -1;

@@ -1,44 +1,64 @@
 // RunTracker's projections, self-checks and observer-effect estimate (run_tracker.h): the
-// part recomputed when /metrics, `seqpoint show` or a flush asks, at most once a second.
+// part recomputed when /metrics, `seqpoint show` or a flush asks, at most once a second. The
+// estimation itself is selector/whole_run_estimator.h (the one `seqpoint evaluate --online`
+// runs too); this file only turns the tracker's state into its input and its output into the
+// store's rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "agent/runs/run_tracker.h"
-#include "selector/projection.h"
-#include "selector/stratified_projection.h"
+#include "selector/whole_run_estimator.h"
 
 namespace seqpoint::daemon {
 namespace {
 
-// A whole-run total is meaningful for quantities that add up over iterations (time, energy,
-// counts); a gauge (power, clock, temperature, utilisation, perf's running ratio) does not add,
-// so it is not projected as a total.
-bool Additive(const std::string& unit) {
-  return unit != "ratio" && unit != "%" && unit != "W" && unit != "MHz" && unit != "C";
+// A sample's kind as the estimator needs it. Collectors say it (collectors::Sample::kind); a
+// unit that can only be a reading makes a gauge too, so that a collector that forgot to say
+// is never summed into a nonsense total.
+selector::MetricKind KindOf(const collectors::Sample& v) {
+  if (v.kind == collectors::SampleKind::kGauge) return selector::MetricKind::kGauge;
+  for (const char* unit : {"ratio", "%", "W", "MHz", "C"}) {
+    if (v.unit == unit) return selector::MetricKind::kGauge;
+  }
+  return selector::MetricKind::kDelta;
 }
 
-// The cheap metrics, known on every iteration: corrected for the observer effect.
-bool Cheap(const std::string& metric) { return metric == "time_ns" || metric == "energy_uj"; }
+std::vector<std::string> GroupKeys(const std::vector<CounterGroup>& groups) {
+  std::vector<std::string> keys;
+  for (const CounterGroup& g : groups) keys.push_back(GroupKey(g.collector, g.group));
+  return keys;
+}
 
-// A stratum's mean stands for where the run's cost went only with this many iterations.
-constexpr uint64_t kGapStratumMin = 8;
-constexpr double kZ95 = 1.96;
+Projection ToProjection(const selector::WholeRunProjection& p) {
+  Projection out{p.metric, p.unit, p.total, p.low, p.high, p.actual, p.samples, p.perturbed};
+  out.steady_total = p.steady_total;
+  out.steady_low = p.steady_low;
+  out.steady_high = p.steady_high;
+  out.bounded = p.bounded;
+  out.gap_total = p.gap_total;
+  out.gap_low = p.gap_low;
+  out.gap_high = p.gap_high;
+  return out;
+}
 
-// Adds to a projection over `observed` iterations the `unobserved` ones it does not cover: at
-// the observed mean per iteration, within the factors (docs/estimators.md, "Unobserved
-// iterations"). A gap nothing bounds (no timed iteration) makes the projection a floor.
-void AddGap(Projection& p, uint64_t observed, uint64_t unobserved, double lo, double hi,
-            bool known) {
-  const double per = static_cast<double>(unobserved) / static_cast<double>(observed);
-  p.gap_total = p.total * per;
-  p.gap_low = known ? p.low * per * lo : 0;
-  p.gap_high = known && p.bounded ? p.high * per * hi : std::numeric_limits<double>::infinity();
-  if (!known) p.bounded = false;
-  p.total += p.gap_total;
-  p.low += p.gap_low;
-  p.high += p.gap_high;
+// The exported self-check is the one on strata the checked series did not cut (honest); the
+// one on the run's time strata is what the projection itself uses.
+SelfCheck ToSelfCheck(const selector::WholeRunSelfCheck& c) {
+  SelfCheck out;
+  out.metric = c.metric;
+  out.unit = c.unit;
+  out.projected = c.independent_projected;
+  out.low = c.independent_low;
+  out.high = c.independent_high;
+  out.actual = c.actual;
+  out.observer_excess = c.observer_excess;
+  out.observer_ratio = c.observer_ratio;
+  out.error = c.independent_error;
+  out.within_interval = c.independent_within;
+  out.valid = c.valid;
+  return out;
 }
 
 }  // namespace
@@ -56,12 +76,10 @@ const ObserverEffect& RunTracker::observer_effect(double threshold) {
     t.ordinal = ordinal;
     t.pid = mi.pid;
     t.seq_len = mi.seq_len;
+    t.control = mi.control;
+    t.groups = GroupKeys(mi.groups);
     for (const collectors::Sample& v : mi.values) {
       if (v.name == "time_ns") t.time_ns = v.value;
-      if (v.name == "observer:control") t.control = true;
-      if (v.name.rfind("group:", 0) == 0) {
-        t.groups.push_back(GroupKey(v.name.substr(6), static_cast<uint64_t>(v.value)));
-      }
     }
     timings.push_back(std::move(t));
   }
@@ -89,11 +107,9 @@ const ObserverEffect& RunTracker::observer_effect(double threshold) {
 }
 
 void RunTracker::Recompute(int64_t now_ns) {
-  // Current() re-bins, which would steer the selector's later decisions by when /metrics or a
-  // flush happened to ask; on a copy, the live selector sees only OnIteration calls, so a
-  // restart's replay of the log rebuilds it exactly.
-  selector::OnlineSelector view = selector_;
-  selector::Selection sel = view.Current();
+  // Current() is const: reading the selection never steers later decisions, and needs no copy
+  // of the selector.
+  const selector::Selection sel = selector_.Current();
   seqpoints_.clear();
   for (const selector::SeqPoint& p : sel.points) {
     SeqPointRecord r;
@@ -114,207 +130,46 @@ void RunTracker::Recompute(int64_t now_ns) {
   // to have moved since the last measured iteration.
   observer_dirty_ = true;
   (void)observer_effect(observer_threshold_);
-  std::map<std::string, std::string> metrics;  // name -> unit
+  selector::WholeRunInput in;
+  in.strata = &selector_.strata();
+  in.selection = &sel;
+  in.timed = timed_iterations_;
+  in.unobserved = record_.unobserved;
+  in.spread_n = spread_n_;
+  in.spread_sum = spread_sum_;
+  in.spread_sumsq = spread_sumsq_;
+  if (timed_iterations_ > 0) in.actual["time_ns"] = {timed_iterations_, actual_time_ns_};
+  if (energy_iterations_ > 0) in.actual["energy_uj"] = {energy_iterations_, actual_energy_uj_};
+  in.measured.reserve(measured_.size());
   for (const auto& [ordinal, mi] : measured_) {
-    for (const collectors::Sample& v : mi.values) {
-      if (Additive(v.unit) && !IsBookkeepingMetric(v.name)) metrics.emplace(v.name, v.unit);
+    selector::EstimatorIteration it;
+    it.ordinal = ordinal;
+    it.seq_len = mi.seq_len;
+    it.batch = mi.batch;
+    if (!mi.control) {
+      if (const ObserverEstimate* slow = observer_.SlowdownOf(GroupKeys(mi.groups))) {
+        it.slowdown = selector::Slowdown{slow->ratio, slow->low, slow->high};
+      }
     }
+    for (const collectors::Sample& v : mi.values) {
+      if (v.name == "time_ns") it.time_ns = v.value;
+      if (IsBookkeepingMetric(v.name)) continue;
+      it.values.push_back({v.name, v.unit, v.value, KindOf(v)});
+    }
+    in.measured.push_back(std::move(it));
   }
+  const selector::WholeRunEstimate e = selector::EstimateWholeRun(in);
   projections_.clear();
   self_checks_.clear();
-  const GapFactors gap = UnobservedGapFactors();
-  for (const auto& [metric, unit] : metrics) {
-    std::optional<Projection> out = ProjectOne(sel, metric, unit);
-    if (!out) continue;
-    if (metric == "time_ns" && timed_iterations_ > 0 && sel.iterations > 0) {
-      out->actual = actual_time_ns_;
-      CheckCheapMetric(*out, timed_iterations_, sel.iterations);
-    }
-    if (metric == "energy_uj" && energy_iterations_ > 0 && sel.iterations > 0) {
-      out->actual = actual_energy_uj_;
-      CheckCheapMetric(*out, energy_iterations_, sel.iterations);
-    }
-    // The self-checks compare like with like (the observed iterations); the whole-run total
-    // also stands for the iterations never seen.
-    if (record_.unobserved > 0 && sel.iterations > 0) {
-      AddGap(*out, sel.iterations, record_.unobserved, gap.lo, gap.hi, gap.known);
-    }
-    projections_.push_back(std::move(*out));
+  for (const selector::WholeRunProjection& p : e.projections) {
+    // Gauges are not totals: the store's projection rows hold totals only, so a gauge is left
+    // out of them rather than exported as one (its mean needs a row of its own).
+    if (p.kind == selector::MetricKind::kGauge) continue;
+    projections_.push_back(ToProjection(p));
   }
-  // Time first.
-  std::sort(self_checks_.begin(), self_checks_.end(),
-            [](const SelfCheck& a, const SelfCheck& b) { return a.metric > b.metric; });
+  for (const selector::WholeRunSelfCheck& c : e.self_checks) self_checks_.push_back(ToSelfCheck(c));
   computed_at_ns_ = now_ns;
   dirty_ = false;
-}
-
-std::optional<Projection> RunTracker::ProjectOne(const selector::Selection& sel,
-                                                 const std::string& metric,
-                                                 const std::string& unit) {
-  // Estimated by time strata (selector/stratified_projection.h): a cheap metric from the
-  // measured iterations alone against the cost proxy (the self-check of the SeqPoints), a
-  // collector metric against every iteration's time (counter ~ rate x time).
-  // A perturbed value of a cheap metric is divided by its slowdown: by the ratio for the
-  // total, by the ratio's interval ends for the interval's (the correction's own uncertainty
-  // widens it). Collector metrics cannot be corrected: their projection is marked perturbed.
-  enum Pass { kTotal = 0, kLow = 1, kHigh = 2 };
-  selector::StratifiedProjection pass[3];
-  bool perturbed = false;
-  const int passes = Cheap(metric) && observer_.flagged ? 3 : 1;
-  const auto aux = Cheap(metric) ? selector::Auxiliary::kCost : selector::Auxiliary::kTime;
-  for (int k = 0; k < passes; ++k) {
-    std::vector<selector::StrataSample> samples;
-    for (const auto& [ordinal, mi] : measured_) {
-      std::optional<double> value;
-      double time = 0;
-      std::vector<std::string> groups;
-      bool control = false;
-      for (const collectors::Sample& v : mi.values) {
-        if (v.name == metric) value = v.value;
-        if (v.name == "time_ns") time = v.value;
-        if (v.name == "observer:control") control = true;
-        if (v.name.rfind("group:", 0) == 0) {
-          groups.push_back(GroupKey(v.name.substr(6), static_cast<uint64_t>(v.value)));
-        }
-      }
-      if (!value || !std::isfinite(*value)) continue;
-      const ObserverEstimate* slow = control ? nullptr : observer_.SlowdownOf(groups);
-      if (slow != nullptr && Cheap(metric)) {
-        *value /= k == kTotal ? slow->ratio : k == kLow ? slow->high : slow->low;
-      } else if (slow != nullptr) {
-        perturbed = true;
-      }
-      samples.push_back({ordinal, mi.seq_len, selector::CostProxy(mi.seq_len, mi.batch), time,
-                         *value});
-    }
-    auto proj = selector::ProjectStratified(selector_.strata(), sel, samples, aux);
-    if (!proj.ok()) {
-      // No time strata yet (no iteration timed): the SeqPoint projection without them.
-      if (k > 0 || selector_.strata().observed() > 0) return std::nullopt;
-      return ProjectUnstratified(sel, metric, unit);
-    }
-    pass[k] = *proj;
-  }
-  // Strata hold the timed iterations; the projection is of all observed ones.
-  double scale = 1;
-  if (timed_iterations_ > 0 && sel.iterations > 0) {
-    scale = static_cast<double>(sel.iterations) / static_cast<double>(timed_iterations_);
-  }
-  const selector::StratifiedProjection& t = pass[kTotal];
-  const selector::StratifiedProjection& lo = pass[passes == 3 ? kLow : kTotal];
-  const selector::StratifiedProjection& hi = pass[passes == 3 ? kHigh : kTotal];
-  Projection out{metric,
-                 unit,
-                 t.whole.total * scale,
-                 lo.whole.low * scale,
-                 hi.whole.high * scale,
-                 std::numeric_limits<double>::quiet_NaN(),
-                 t.whole.samples,
-                 perturbed};
-  out.steady_total = t.steady.total * scale;
-  out.steady_low = lo.steady.low * scale;
-  out.steady_high = hi.steady.high * scale;
-  out.bounded = t.bounded;
-  return out;
-}
-
-// Before any iteration is timed (probes without begin timestamps): the SeqPoint projection of
-// selector/projection.h, against the cost proxy, with no strata.
-std::optional<Projection> RunTracker::ProjectUnstratified(const selector::Selection& sel,
-                                                          const std::string& metric,
-                                                          const std::string& unit) {
-  std::vector<std::vector<selector::Observation>> obs(sel.points.size());
-  for (size_t p = 0; p < sel.points.size(); ++p) {
-    for (uint64_t ordinal : sel.points[p].iters) {
-      auto it = measured_.find(ordinal);
-      if (it == measured_.end()) continue;
-      for (const collectors::Sample& v : it->second.values) {
-        if (v.name == metric && std::isfinite(v.value)) {
-          obs[p].push_back({selector::CostProxy(it->second.seq_len, it->second.batch), v.value});
-        }
-      }
-    }
-  }
-  auto proj = selector::ProjectMetric(sel, obs);
-  if (!proj.ok() || proj->samples == 0) return std::nullopt;
-  Projection out{metric, unit, proj->total, std::max(0.0, proj->low), proj->high,
-                 std::numeric_limits<double>::quiet_NaN(), proj->samples, false};
-  return out;
-}
-
-// The run's time strata (warm-up, windows, changes) show how far the mean cost per iteration
-// moved over the run: the unobserved iterations, wherever they fell, are bounded by the lowest
-// and highest stratum mean. A sample of U iterations also varies about its stratum's mean, by
-// the spread of one iteration's time over sqrt(U).
-RunTracker::GapFactors RunTracker::UnobservedGapFactors() const {
-  GapFactors f;
-  if (record_.unobserved == 0) return f;  // nothing to bound: skip copying the cells
-  std::map<uint32_t, selector::StrataCell> by_stratum;
-  selector::StrataCell all;
-  for (const auto& [key, cell] : selector_.strata().Cells()) {
-    selector::StrataCell& s = by_stratum[key.first];
-    s.n += cell.n;
-    s.time += cell.time;
-    all.n += cell.n;
-    all.time += cell.time;
-  }
-  if (all.n == 0 || !(all.time > 0)) return f;
-  const double mean = all.time / static_cast<double>(all.n);
-  f.lo = f.hi = 1;
-  for (const auto& [index, s] : by_stratum) {
-    if (s.n < kGapStratumMin) continue;
-    const double level = s.time / static_cast<double>(s.n) / mean;
-    f.lo = std::min(f.lo, level);
-    f.hi = std::max(f.hi, level);
-  }
-  double spread = 0;
-  if (spread_n_ >= 2) {
-    const double m = spread_sum_ / static_cast<double>(spread_n_);
-    const double var = std::max(0.0, spread_sumsq_ / static_cast<double>(spread_n_) - m * m);
-    spread = std::sqrt(var) / mean;
-  }
-  const double sampling = kZ95 * spread / std::sqrt(static_cast<double>(record_.unobserved));
-  f.lo = std::max(0.0, f.lo - sampling);
-  f.hi += sampling;
-  f.known = true;
-  return f;
-}
-
-void RunTracker::CheckCheapMetric(const Projection& proj, uint64_t count, uint64_t iterations) {
-  SelfCheck c;
-  c.metric = proj.metric;
-  c.unit = proj.unit;
-  c.projected = proj.total;
-  c.low = proj.low;
-  c.high = proj.high;
-  c.actual = proj.actual;
-  if (observer_.flagged) {
-    for (const auto& [ordinal, mi] : measured_) {
-      std::optional<double> value;
-      std::vector<std::string> groups;
-      bool control = false;
-      for (const collectors::Sample& v : mi.values) {
-        if (v.name == proj.metric) value = v.value;
-        if (v.name == "observer:control") control = true;
-        if (v.name.rfind("group:", 0) == 0) {
-          groups.push_back(GroupKey(v.name.substr(6), static_cast<uint64_t>(v.value)));
-        }
-      }
-      const ObserverEstimate* slow = control ? nullptr : observer_.SlowdownOf(groups);
-      if (!value || slow == nullptr || !(slow->ratio > 0)) continue;
-      c.observer_excess += *value * (1 - 1 / slow->ratio);
-      c.observer_ratio = std::max(c.observer_ratio, slow->ratio);
-    }
-  }
-  // Per iteration that has the metric, so that iterations in flight, without a begin
-  // timestamp or without energy do not count as error.
-  const double scale = static_cast<double>(count) / static_cast<double>(iterations);
-  const double expected = proj.total * scale;
-  const double unobserved = c.actual - c.observer_excess;  // the run as if never measured
-  c.error = unobserved > 0 ? (expected - unobserved) / unobserved : 0;
-  c.within_interval = unobserved >= proj.low * scale && unobserved <= proj.high * scale;
-  c.valid = true;
-  self_checks_.push_back(std::move(c));
 }
 
 // A stored run's observer effect, rebuilt from its measurement rows and histogram.
@@ -333,23 +188,31 @@ ObserverEffect StoredObserverEffect(const RunSnapshot& s,
 }
 
 // A stored run's self-checks, rebuilt from its projections (stored already corrected for the
-// observer effect), histogram and measurements.
+// observer effect), histogram and measurements, with the live check's arithmetic
+// (selector::SettleSelfCheck) and scale (iterations that have the metric / observed).
 std::vector<SelfCheck> StoredSelfChecks(const RunSnapshot& s,
                                         const std::vector<Measurement>& measurements,
                                         const ObserverEffect& oe) {
   std::vector<SelfCheck> out;
   std::map<uint64_t, MeasuredTiming> timings;
   for (MeasuredTiming& t : TimingsFrom(measurements)) timings[t.ordinal] = std::move(t);
+  uint64_t all = 0, timed = 0, with_energy = 0;
+  for (const HistogramBin& b : s.histogram) {
+    all += b.count;
+    timed += b.time_count > 0 || b.time_ns_sum <= 0 ? b.time_count : b.count;
+    with_energy += b.energy_count;
+  }
   for (const std::string metric : {"time_ns", "energy_uj"}) {
     for (const Projection& p : s.projections) {
       if (p.metric != metric || !std::isfinite(p.actual) || p.actual <= 0) continue;
-      SelfCheck c;
+      selector::WholeRunSelfCheck c;
       c.metric = p.metric;
       c.unit = p.unit;
-      // Like the live check: the observed iterations only, without the unobserved gap.
-      c.projected = p.total - p.gap_total;
-      c.low = p.low - p.gap_low;
-      c.high = std::isfinite(p.gap_high) ? p.high - p.gap_high : p.high;
+      // Like the live check: the observed iterations only, without the unobserved gap. The
+      // window-only check is not stored: a closed run's is the projection's own.
+      c.projected = c.independent_projected = p.total - p.gap_total;
+      c.low = c.independent_low = p.low - p.gap_low;
+      c.high = c.independent_high = std::isfinite(p.gap_high) ? p.high - p.gap_high : p.high;
       c.actual = p.actual;
       for (const Measurement& m : measurements) {
         auto t = timings.find(m.ordinal);
@@ -359,22 +222,9 @@ std::vector<SelfCheck> StoredSelfChecks(const RunSnapshot& s,
         c.observer_excess += m.value * (1 - 1 / slow->ratio);
         c.observer_ratio = std::max(c.observer_ratio, slow->ratio);
       }
-      // Closed runs have no iteration in flight; energy covers only the iterations it was
-      // attributed to.
-      double scale = 1;
-      if (metric == "energy_uj") {
-        uint64_t with = 0, all = 0;
-        for (const HistogramBin& b : s.histogram) {
-          with += b.energy_count;
-          all += b.count;
-        }
-        scale = all ? static_cast<double>(with) / static_cast<double>(all) : 1;
-      }
-      const double unobserved = c.actual - c.observer_excess;
-      c.error = unobserved > 0 ? (c.projected * scale - unobserved) / unobserved : 0;
-      c.within_interval = unobserved >= c.low * scale && unobserved <= c.high * scale;
-      c.valid = true;
-      out.push_back(c);
+      const uint64_t count = metric == "energy_uj" ? with_energy : timed;
+      selector::SettleSelfCheck(c, all ? static_cast<double>(count) / static_cast<double>(all) : 1);
+      out.push_back(ToSelfCheck(c));
     }
   }
   return out;

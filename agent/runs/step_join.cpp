@@ -121,7 +121,7 @@ void StepJoin::Decided(uint64_t iter, bool collect, uint32_t group) {
 
 void StepJoin::End(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, uint64_t tokens,
                    uint64_t begin_ns, uint64_t end_ns, bool measured,
-                   std::vector<collectors::Sample> values) {
+                   std::vector<collectors::Sample> values, std::vector<CounterGroup> groups) {
   if (auto r = ranks_.find(pid);
       r != ranks_.end() && r->second.status != RankStatus::kStopped && iter < emitted_below_) {
     ++r->second.late;  // its step went on without it
@@ -141,6 +141,7 @@ void StepJoin::End(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, u
   e.end_ns = end_ns;
   e.measured = measured;
   e.values = std::move(values);
+  e.groups = std::move(groups);
   // A rank ended it before every rank had begun it: no decision can cover all of them now.
   if (s->decision == Open::Decision::kNone) s->decision = Open::Decision::kUndecidable;
   ++ranks_[pid].iterations;
@@ -232,13 +233,24 @@ void StepJoin::Emit(uint64_t iter, Open& s) {
       auto [at, first] = index.try_emplace(v.name, step.values.size());
       if (first) {
         step.values.push_back(v);
-      } else if (!IsBookkeepingMetric(v.name)) {
-        step.values[at->second].value += v.value;  // counters add up over the ranks
+      } else if (v.scope == collectors::SampleScope::kProcess && !IsBookkeepingMetric(v.name)) {
+        // A process's counters add up over the ranks. A device's reading (a GPU's energy,
+        // power, utilisation; the node's energy) is the same device whichever rank read it:
+        // taken once, from the first rank that has it, never summed.
+        step.values[at->second].value += v.value;
+      }
+    }
+    for (const CounterGroup& g : e.groups) {
+      if (std::find(step.groups.begin(), step.groups.end(), g) == step.groups.end()) {
+        step.groups.push_back(g);
       }
     }
   }
   step.whole = whole && step.ranks > 0;
-  if (!step.whole) step.values.clear();
+  if (!step.whole) {
+    step.values.clear();
+    step.groups.clear();
+  }
   if (step.measure && !step.whole) ++partial_;
   if (step.ranks == 0) return;  // every rank of it died inside it
   ++steps_;

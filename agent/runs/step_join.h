@@ -8,11 +8,12 @@
 //
 // The measurement decision is taken once per step, when every expected rank has begun it
 // (kDecide: the selector sees the step's largest SL), and applied to every rank's iteration
-// (kMeasure for each rank that begins after it), so a measured step's counters are summed over
-// all its ranks ("whole"). The ranks of a synchronous job begin a step together (the previous
-// step's all-reduce released them), so the decision waits for little. A rank that ends a step
-// before the decision (ranks that do not synchronise) leaves that step undecided: it is fed to
-// the selector at its end and no collector values are kept for it.
+// (kMeasure for each rank that begins after it), so a measured step's process counters are
+// summed over all its ranks ("whole") and each device's samples are taken once. The ranks of a
+// synchronous job begin a step together (the previous step's all-reduce released them), so the
+// decision waits for little. A rank that ends a step before the decision (ranks that do not
+// synchronise) leaves that step undecided: it is fed to the selector at its end and no collector
+// values are kept for it.
 //
 // Expected ranks: the live ranks that are not lagging, plus ranks the launcher announced
 // (expected_ranks: its local world size) but no process has shown yet. A rank more than
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/runs/counter_group.h"
 #include "collectors/collector.h"
 
 namespace seqpoint::daemon {
@@ -52,9 +54,11 @@ struct JoinedStep {
   uint32_t ranks = 0;     // ranks whose iteration is in the step
   bool measure = false;   // the decision said: collectors on every rank
   // measure, and every rank's iteration was under its collectors and none was dropped: `values`
-  // are the step's, summed over its ranks.
+  // are the step's: process samples summed over its ranks, device samples (scope kDevice)
+  // taken once per device.
   bool whole = false;
   std::vector<collectors::Sample> values;
+  std::vector<CounterGroup> groups;  // per collector, as its ranks held them (one each)
 };
 
 struct StepAction {
@@ -99,7 +103,7 @@ class StepJoin {
   // measured: the rank's collectors ran over this iteration; values: what they read.
   void End(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, uint64_t tokens,
            uint64_t begin_ns, uint64_t end_ns, bool measured,
-           std::vector<collectors::Sample> values);
+           std::vector<collectors::Sample> values, std::vector<CounterGroup> groups = {});
   // The rank's process is gone (reason: how it ended).
   void RemoveRank(pid_t pid, const std::string& reason);
 
@@ -126,6 +130,7 @@ class StepJoin {
     uint32_t seq_len = 0, batch = 0;
     uint64_t tokens = 0, begin_ns = 0, end_ns = 0;
     std::vector<collectors::Sample> values;
+    std::vector<CounterGroup> groups;
   };
   struct Open {
     std::map<pid_t, Entry> ranks;

@@ -280,3 +280,94 @@ TEST_CASE("step join: a rank found after the others began lags only if it then f
   CHECK(d.steps[6].whole);
   CHECK(d.Value(d.steps[6], "perf:task-clock") == 15);
 }
+
+TEST_CASE(
+    "step join: a device's samples are taken once per step, a process's summed, groups once "
+    "per collector") {
+  using seqpoint::collectors::DeviceSample;
+  using seqpoint::collectors::SampleKind;
+  StepJoin join(100, 0);
+  join.AddRank(1, 0);
+  join.AddRank(2, 1);
+  std::vector<JoinedStep> steps;
+  auto drain = [&] {
+    for (auto a = join.TakeActions(); !a.empty(); a = join.TakeActions()) {
+      for (StepAction& x : a) {
+        if (x.kind == Kind::kDecide) join.Decided(x.iter, true, 0);
+        if (x.kind == Kind::kStep) steps.push_back(std::move(x.step));
+      }
+    }
+  };
+  join.Begin(1, 0, 10, 4, 40, 1'000);
+  join.Begin(2, 0, 10, 4, 40, 1'100);
+  drain();
+  // Each rank's NVML collector read both GPUs of the node (and the node's energy): the same
+  // devices, read twice. Rank 2 read GPU 0 a little later: its window differs slightly.
+  auto rank_values = [&](double clock, double gpu0_uj) {
+    return std::vector<Sample>{
+        {"perf:task-clock", clock, "ns"},
+        DeviceSample("nvml:gpu0:energy", gpu0_uj, "uJ", SampleKind::kDelta, "GPU-aaaa"),
+        DeviceSample("nvml:gpu1:energy", 500, "uJ", SampleKind::kDelta, "GPU-bbbb"),
+        DeviceSample("nvml:gpu0:power", 250, "W", SampleKind::kGauge, "GPU-aaaa"),
+        DeviceSample("energy_uj", 2'000, "uJ", SampleKind::kDelta, "node")};
+  };
+  join.End(1, 0, 10, 4, 40, 1'000, 9'000, true, rank_values(7, 1'000), {{"perf", 1}, {"nvml", 0}});
+  join.End(2, 0, 10, 4, 40, 1'100, 9'100, true, rank_values(9, 1'010), {{"perf", 1}, {"nvml", 0}});
+  drain();
+  REQUIRE(steps.size() == 1);
+  const JoinedStep& s = steps[0];
+  REQUIRE(s.whole);
+  auto value = [&](const std::string& name) {
+    double v = -1;
+    int n = 0;
+    for (const Sample& x : s.values) {
+      if (x.name == name) v = x.value, ++n;
+    }
+    CHECK(n == 1);  // one row per metric
+    return v;
+  };
+  CHECK(value("perf:task-clock") == 16);      // process: 7 + 9
+  CHECK(value("nvml:gpu0:energy") == 1'000);  // device: once (rank 1's), not 2,010
+  CHECK(value("nvml:gpu1:energy") == 500);
+  CHECK(value("nvml:gpu0:power") == 250);  // a gauge, once
+  CHECK(value("energy_uj") == 2'000);      // the node's, once
+  REQUIRE(s.groups.size() == 2);
+  CHECK(s.groups[0] == CounterGroup{"perf", 1});
+  CHECK(s.groups[1] == CounterGroup{"nvml", 0});
+}
+
+TEST_CASE("step join: a rank that reports no energy: the node's energy comes from the others") {
+  using seqpoint::collectors::DeviceSample;
+  using seqpoint::collectors::SampleKind;
+  StepJoin join(100, 0);
+  join.AddRank(1, 0);
+  join.AddRank(2, 1);
+  std::vector<JoinedStep> steps;
+  auto drain = [&] {
+    for (auto a = join.TakeActions(); !a.empty(); a = join.TakeActions()) {
+      for (StepAction& x : a) {
+        if (x.kind == Kind::kDecide) join.Decided(x.iter, true, 0);
+        if (x.kind == Kind::kStep) steps.push_back(std::move(x.step));
+      }
+    }
+  };
+  join.Begin(1, 0, 10, 4, 40, 1'000);
+  join.Begin(2, 0, 10, 4, 40, 1'100);
+  drain();
+  // Rank 2's energy collector failed this time (no energy_uj): the node's energy is one
+  // device's reading, so rank 1's stands for the step; nothing is halved or summed.
+  join.End(1, 0, 10, 4, 40, 1'000, 9'000, true,
+           {{"perf:task-clock", 7, "ns"},
+            DeviceSample("energy_uj", 2'000, "uJ", SampleKind::kDelta, "node")});
+  join.End(2, 0, 10, 4, 40, 1'100, 9'100, true, {{"perf:task-clock", 9, "ns"}});
+  drain();
+  REQUIRE(steps.size() == 1);
+  REQUIRE(steps[0].whole);
+  double energy = -1, clock = -1;
+  for (const Sample& v : steps[0].values) {
+    if (v.name == "energy_uj") energy = v.value;
+    if (v.name == "perf:task-clock") clock = v.value;
+  }
+  CHECK(energy == 2'000);
+  CHECK(clock == 16);
+}

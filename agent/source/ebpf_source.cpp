@@ -1,9 +1,13 @@
 // The live iteration source: the eBPF iteration probes (USDT provider `seqpoint`, zero-code
 // uprobes) and process discovery of probes, driven from the daemon's io_context.
 //
-// Event loop: both ring buffers' epoll fds are watched by Asio (readable = a wakeup is pending);
-// discovery is also polled every 100 ms (it delays re-examining a pid that just exec'd, e.g.
-// bash exec'ing the trainer, and relies on being polled to catch up), and a timer
+// Event loop: both ring buffers' epoll fds are watched by Asio (readable = a wakeup is pending),
+// and an iteration wake-up polls discovery first: a process's announcement (OnProcessFound) must
+// reach the runs before its first iteration records, which the runs drop as unannounced
+// otherwise (a 2-rank gloo job lost 19 of 120 steps without it). Discovery is also polled on its
+// own timer, every probes.discover_interval_ms, and every 100 ms while a pid
+// waits to be re-examined (it delays re-examining a pid that just exec'd, e.g. bash exec'ing the
+// trainer, and relies on being polled to catch up); and a timer
 // (probes.poll_interval_ms) polls the iteration ring anyway, because records of iterations nobody
 // asked hooks for are batched in the kernel and only wake the consumer every ~4000 records
 // (iteration_probes.h): the timer bounds how stale the cheap per-iteration data can be. Discovery's
@@ -72,6 +76,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     po.zero_code = zero_code_ = *zero_code;
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     probe_events_ = ProbeCounterEventsFor(config.collectors.perf);
+    discover_ms_ = config.probes_discover_interval_ms;
     po.pin_dir = config.probes_pin_dir;
     po.pin_instance = config.state_dir;
     auto probes = probes::IterationProbes::Create(po, this);
@@ -85,6 +90,10 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     }
     if (!probes.ok()) return probes.status();
     probes_ = std::move(*probes);
+    for (const probes::SweptInstance& s : probes_->swept_orphans()) {
+      SEQPOINT_LOG(kInfo, "removed the pinned probes of the seqpointd with state directory " +
+                              s.state_dir + " (" + std::to_string(s.pins) + " pins): " + s.why);
+    }
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
     started_ns_ =
@@ -167,6 +176,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (!zero_code.ok()) return zero_code.status();
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     probe_events_ = ProbeCounterEventsFor(config.collectors.perf);  // for processes armed next
+    discover_ms_ = config.probes_discover_interval_ms;               // from the next tick
     if (*zero_code == zero_code_) return Status::Ok();
     SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
     zero_code_ = std::move(*zero_code);
@@ -365,7 +375,13 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
                      [this, alive, desc](boost::system::error_code ec) {
                        auto a = alive.lock();
                        if (ec || !a || !*a || stopped_) return;
-                       PollAll();
+                       if (desc == discovery_fd_.get()) {
+                         PollDiscovery();
+                         // A pid to re-examine soon: the slow tick would leave it waiting.
+                         if (discovery_->has_pending() && !discovery_fast_) DiscoveryTick();
+                       } else {
+                         PollAll();
+                       }
                        Arm(desc);
                      });
   }
@@ -381,13 +397,13 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   }
   void DiscoveryTick() {
     std::weak_ptr<bool> alive = alive_;
-    discovery_timer_.expires_after(std::chrono::milliseconds(100));
+    discovery_fast_ = discovery_->has_pending();
+    // Re-arming cancels a pending wait: its handler sees operation_aborted and returns.
+    discovery_timer_.expires_after(std::chrono::milliseconds(discovery_fast_ ? 100 : discover_ms_));
     discovery_timer_.async_wait([this, alive](boost::system::error_code ec) {
       auto a = alive.lock();
       if (ec || !a || !*a || stopped_) return;
-      if (auto r = discovery_->Poll(0); !r.ok()) {
-        SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
-      }
+      PollDiscovery();
       DiscoveryTick();
     });
   }
@@ -441,10 +457,13 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     save_requested_ = true;
     asio::post(io_, save_request_);
   }
-  void PollAll() {
+  void PollDiscovery() {
     if (auto r = discovery_->Poll(0); !r.ok()) {
       SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
     }
+  }
+  void PollAll() {
+    PollDiscovery();  // announcements before the records of the pids they announce
     if (auto r = probes_->Poll(0); !r.ok()) {
       SEQPOINT_LOG(kWarn, "iteration probes: " + r.status().message());
     }
@@ -455,6 +474,8 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   asio::steady_timer timer_;
   asio::steady_timer discovery_timer_;
   int64_t poll_ms_;
+  int64_t discover_ms_ = 2000;  // probes.discover_interval_ms
+  bool discovery_fast_ = false;  // the discovery timer is at its 100 ms re-examination cadence
   std::unique_ptr<probes::IterationProbes> probes_;
   std::unique_ptr<probes::ProcessDiscovery> discovery_;
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;

@@ -1,15 +1,17 @@
 #include "agent/source/run_key.h"
 
-#include "common/procfs.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <vector>
+
+#include "common/procfs.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -69,9 +71,12 @@ std::string PodUid(const std::string& cgroup_path) {
     std::string uid;
     for (size_t i = at + 3; i < cgroup_path.size(); ++i) {
       const char c = cgroup_path[i];
-      if (std::isxdigit(static_cast<unsigned char>(c))) uid += c;
-      else if (c == '-' || c == '_') uid += '-';
-      else break;
+      if (std::isxdigit(static_cast<unsigned char>(c)))
+        uid += c;
+      else if (c == '-' || c == '_')
+        uid += '-';
+      else
+        break;
     }
     if (uid.size() == 36) return uid;
     at = at == 0 ? std::string::npos : cgroup_path.rfind("pod", at - 1);
@@ -89,6 +94,63 @@ std::string CgroupPath(const std::string& proc_root, pid_t pid) {
   return {};
 }
 
+// Every hierarchy's path of the process: "0::/path" on cgroup v2, "N:controllers:/path" per
+// hierarchy on v1 (kernel/cgroup/cgroup.c, proc_cgroup_show).
+std::vector<std::string> AllCgroupPaths(const std::string& proc_root, pid_t pid) {
+  std::istringstream lines(ReadSmallFile(PidDir(proc_root, pid) + "/cgroup", 65536));
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second != std::string::npos && second + 1 < line.size())
+      out.push_back(line.substr(second + 1));
+  }
+  return out;
+}
+
+// The component after `prefix` in a cgroup path ("job_" in ".../job_4242/step_0/..."), up to
+// the next '/'; empty when no component starts with it.
+std::string CgroupComponent(const std::string& path, const std::string& prefix) {
+  for (size_t at = path.find("/" + prefix); at != std::string::npos;
+       at = path.find("/" + prefix, at + 1)) {
+    const size_t begin = at + 1 + prefix.size();
+    const size_t end = path.find('/', begin);
+    std::string v = path.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (!v.empty()) return v;
+  }
+  return {};
+}
+
+// Slurm's job and step from the cgroup slurmstepd put the task in: v1 "/slurm/uid_<u>/job_<j>/
+// step_<s>/task_<t>", v2 "/system.slice/slurmstepd.scope/job_<j>/step_<s>/user/task_<t>"
+// (src/plugins/cgroup/v1 and v2 of Slurm). A job id is digits; a step, digits or a name
+// ("batch", "extern", "interactive").
+std::pair<std::string, std::string> SlurmFromCgroup(const std::string& proc_root, pid_t pid) {
+  for (const std::string& path : AllCgroupPaths(proc_root, pid)) {
+    if (path.find("slurm") == std::string::npos) continue;
+    const std::string job = CgroupComponent(path, "job_");
+    if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) continue;
+    return {Sanitize(job), Sanitize(CgroupComponent(path, "step_"))};
+  }
+  return {};
+}
+
+using Environ = std::map<std::string, std::string>;
+
+std::string Get(const Environ& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string() : Sanitize(it->second);
+}
+
+// torchrun's run id; its default rendezvous id is "none": the rendezvous endpoint tells jobs
+// apart.
+std::string TorchrunRun(const Environ& env) {
+  std::string id = Get(env, "TORCHELASTIC_RUN_ID");
+  if (id == "none") id += "@" + Get(env, "MASTER_ADDR") + ":" + Get(env, "MASTER_PORT");
+  return id;
+}
+
 // The job as its launcher names it, in the order of docs/config.md (runs.group_by = "auto").
 std::string AutoKey(const std::string& proc_root, pid_t pid) {
   const auto env = ReadEnviron(proc_root, pid);
@@ -96,11 +158,7 @@ std::string AutoKey(const std::string& proc_root, pid_t pid) {
     auto it = env.find(name);
     return it == env.end() ? std::string() : Sanitize(it->second);
   };
-  if (std::string id = get("TORCHELASTIC_RUN_ID"); !id.empty()) {
-    // torchrun's default rendezvous id is "none": the rendezvous endpoint tells jobs apart.
-    if (id == "none") id += "@" + get("MASTER_ADDR") + ":" + get("MASTER_PORT");
-    return "torchrun:" + id;
-  }
+  if (std::string id = TorchrunRun(env); !id.empty()) return "torchrun:" + id;
   if (std::string job = get("SLURM_JOB_ID"); !job.empty()) {
     const std::string step = get("SLURM_STEP_ID");
     return "slurm:" + job + (step.empty() ? "" : "." + step);
@@ -203,7 +261,7 @@ LaunchRanks LaunchRanksOf(const std::string& proc_root, pid_t pid) {
 
 RunAttribution AttributionOf(const std::string& key) {
   static const std::pair<const char*, const char*> kPrefixes[] = {
-      {"torchrun:", "torchrun"}, {"slurm:", "slurm"},   {"mpi:", "mpi"},
+      {"torchrun:", "torchrun"},  {"slurm:", "slurm"},   {"mpi:", "mpi"},
       {"k8s:pod-", "kubernetes"}, {"cgroup:", "cgroup"}, {"pid:", "process"}};
   for (const auto& [prefix, launcher] : kPrefixes) {
     const std::string p(prefix);
@@ -219,6 +277,47 @@ RunAttribution AttributionOf(const std::string& key) {
   }
   return {"env", key, ""};
 }
+
+namespace {
+
+// The first line of a small file, sanitized; empty when absent.
+std::string FirstLine(const std::string& path) {
+  std::string v = ReadSmallFile(path, 256);
+  if (const size_t nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
+  return Sanitize(v);
+}
+
+// Every layer that launched the process (run_key.h), whichever one its run key names.
+void AddLaunchLayers(const std::string& proc_root, pid_t pid, const Environ& env,
+                     RunJobLabels& out) {
+  // The environment first (what the job says of itself), then the cgroup: a batch script has
+  // no SLURM_STEP_ID, but its cgroup says step_batch.
+  const auto [cg_job, cg_step] = SlurmFromCgroup(proc_root, pid);
+  out.slurm_job_id = Get(env, "SLURM_JOB_ID");
+  out.slurm_step = Get(env, "SLURM_STEP_ID");
+  if (out.slurm_step.empty()) out.slurm_step = Get(env, "SLURM_STEPID");
+  if (out.slurm_job_id.empty()) out.slurm_job_id = cg_job;
+  if (out.slurm_step.empty() && out.slurm_job_id == cg_job) out.slurm_step = cg_step;
+  // Kubernetes: only for a process in a pod, so a host's own HOSTNAME is never taken for one.
+  const bool in_pod = !PodUid(CgroupPath(proc_root, pid)).empty();
+  out.k8s_namespace = Get(env, "POD_NAMESPACE");
+  out.k8s_pod = Get(env, "POD_NAME");
+  if (in_pod) {
+    // The service account's namespace as the pod sees it: /var/run is often a link to /run in
+    // the image, and a link is resolved against the reader's root, so /run is read first.
+    const std::string root = PidDir(proc_root, pid) + "/root";
+    for (const char* dir : {"/run", "/var/run"}) {
+      if (!out.k8s_namespace.empty()) break;
+      out.k8s_namespace = FirstLine(root + dir + "/secrets/kubernetes.io/serviceaccount/namespace");
+    }
+    if (out.k8s_pod.empty()) out.k8s_pod = Get(env, "HOSTNAME");  // the pod's name by default
+  }
+  out.launcher_run = TorchrunRun(env);
+  if (out.launcher_run.empty()) out.launcher_run = Get(env, "PMIX_NAMESPACE");
+  if (out.launcher_run.empty()) out.launcher_run = Get(env, "OMPI_MCA_orte_ess_jobid");
+}
+
+}  // namespace
 
 RunJobLabels JobLabelsFor(const std::string& proc_root, pid_t pid) {
   const auto env = ReadEnviron(proc_root, pid);
@@ -236,10 +335,29 @@ RunJobLabels JobLabelsFor(const std::string& proc_root, pid_t pid) {
   const bool digits = !out.world_size.empty() && out.world_size.size() <= 9 &&
                       out.world_size.find_first_not_of("0123456789") == std::string::npos;
   if (!digits) out.world_size.clear();
+  AddLaunchLayers(proc_root, pid, env, out);
   return out;
 }
 
+bool RunJobLabels::Any() const {
+  return !job_name.empty() || !world_size.empty() || !slurm_job_id.empty() || !slurm_step.empty() ||
+         !k8s_namespace.empty() || !k8s_pod.empty() || !launcher_run.empty();
+}
+
+std::vector<std::pair<std::string, std::string>> LaunchLayerLabels(const RunJobLabels& job) {
+  return {{"slurm_job_id", job.slurm_job_id},
+          {"slurm_step", job.slurm_step},
+          {"k8s_namespace", job.k8s_namespace},
+          {"k8s_pod", job.k8s_pod},
+          {"launcher_run", job.launcher_run}};
+}
+
 std::string NodeName() {
+  // An operator's own name for the node (several agents on one host, a host name that is not
+  // the name the scheduler knows), else the host name.
+  if (const char* name = std::getenv("SEQPOINT_NODE_NAME"); name != nullptr && *name != '\0') {
+    return Sanitize(name);
+  }
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) return {};
   return Sanitize(host);

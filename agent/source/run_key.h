@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/config/config_validate.h"
 #include "common/status.h"
@@ -45,14 +47,33 @@ RunAttribution AttributionOf(const std::string& run_key);
 // (SEQPOINT_JOB_NAME, SLURM_JOB_NAME, PBS_JOBNAME, LSB_JOBNAME) and world size (WORLD_SIZE,
 // SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE; digits only). Sanitized and bounded like the
 // run key (labels: docs/metrics.md, cardinality); empty when not set or unreadable.
+//
+// And every layer that launched the job, whichever one the run key names, so a torchrun job
+// started inside an sbatch job keeps its Slurm job id and a job in a pod its pod: the
+// scheduler's job (Slurm job and step from SLURM_JOB_ID, SLURM_STEP_ID, else the job_<id>/
+// step_<id> of its cgroup path, v1 or v2; the Kubernetes namespace and pod from POD_NAMESPACE
+// and POD_NAME, else the pod's service-account namespace file and HOSTNAME, read only for a
+// process in a kubepods cgroup) and the launcher's run (torchrun's TORCHELASTIC_RUN_ID, as in
+// the run key; MPI's PMIX_NAMESPACE or Open MPI's job id).
 struct RunJobLabels {
   std::string job_name;
   std::string world_size;
+  std::string slurm_job_id;
+  std::string slurm_step;
+  std::string k8s_namespace;
+  std::string k8s_pod;
+  std::string launcher_run;
+  bool Any() const;  // any of them said
 };
 RunJobLabels JobLabelsFor(const std::string& proc_root, pid_t pid);
 
+// The labels of the launch layers (slurm_job_id, slurm_step, k8s_namespace, k8s_pod,
+// launcher_run), in that order, empty ones included: what a run's series carry beside
+// launcher, job_id and step (docs/metrics.md).
+std::vector<std::pair<std::string, std::string>> LaunchLayerLabels(const RunJobLabels& job);
+
 // This node's name for the `node` label: SLURMD_NODENAME is per process, so the host name
-// (gethostname), sanitized and bounded.
+// (gethostname), or the daemon's own SEQPOINT_NODE_NAME when set; sanitized and bounded.
 std::string NodeName();
 
 // What its launcher tells a rank: its rank, the ranks of its job on this node and in all

@@ -14,6 +14,10 @@ enum class RunState {
   kActive,    // processes are being watched
   kFinished,  // every process exited normally, or left no trace for runs.idle_timeout_s
   kCrashed,   // a process died of a signal or a non-zero exit
+  // Its stored state could not be restored at a start (a damaged checkpoint or log, a format
+  // this build cannot read): closed without its processes' later iterations, its stored totals
+  // kept; end_reason says why (docs/failure-modes.md). Older daemons read it as finished.
+  kSetAside,
 };
 std::string_view RunStateName(RunState s);
 RunState ParseRunState(std::string_view s);  // unknown reads as kFinished
@@ -30,6 +34,9 @@ struct RunRecord {
   uint64_t iterations = 0;    // iterations observed (begin + end)
   uint64_t max_iter = 0;      // highest iteration index seen
   uint64_t unobserved = 0;    // iteration indices skipped (daemon down, lost events)
+  // Of `unobserved`: iterations a process ran before the probes attached (it was running
+  // already), as far as its start time allows; the rest are gaps between observed iterations.
+  uint64_t unobserved_before_attach = 0;
 };
 
 // Exact-SL histogram: count of observed iterations per padded sequence length, with the
@@ -41,6 +48,7 @@ struct HistogramBin {
   double time_ns_sum = 0;
   double energy_uj_sum = 0;   // over the energy_count iterations that were given an energy
   uint64_t energy_count = 0;  // (energy_sampler.h; not while another run shares the node)
+  uint64_t time_count = 0;    // iterations of time_ns_sum (0 with time_ns_sum > 0: not stored)
 };
 
 // Iterations of a run are numbered in arrival order across its processes (the run's ordinal,
@@ -117,6 +125,14 @@ struct IterationLogEntryV2 {
   double tokens = 0;
 };
 static_assert(sizeof(IterationLogEntryV2) == 32, "iteration log record layout is on disk");
+
+// A run a start could not restore (RunManager::Resume): it is set aside, the daemon goes on.
+struct SetAsideRun {
+  int64_t id = 0;
+  std::string key;
+  std::string reason;  // the load or restore error
+  int64_t unix_ns = 0;  // when it was set aside
+};
 
 struct RunSnapshot {
   RunRecord run;

@@ -43,6 +43,7 @@ Result<bool> SqliteStatement::Step() {
 }
 
 Status SqliteStatement::Run() {
+  if (hook_ && *hook_) SEQPOINT_RETURN_IF_ERROR((*hook_)(sqlite3_sql(stmt_)));
   for (;;) {
     auto more = Step();
     if (!more.ok()) {
@@ -100,6 +101,8 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
 SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
 
 Status SqliteDb::Exec(std::string_view sql) {
+  // A rollback is how a failure is undone: never failed on purpose.
+  if (hook_ && sql != "ROLLBACK") SEQPOINT_RETURN_IF_ERROR(hook_(sql));
   char* err = nullptr;
   std::string text(sql);
   if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
@@ -117,7 +120,7 @@ Result<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(std::string_view sql)
     return Internal("state database '" + path_ + "': cannot prepare `" + std::string(sql) +
                     "`: " + sqlite3_errmsg(db_));
   }
-  return std::make_unique<SqliteStatement>(db_, stmt, path_);
+  return std::make_unique<SqliteStatement>(db_, stmt, path_, &hook_);
 }
 
 namespace {
@@ -202,8 +205,8 @@ Result<SqliteFileCheck> CheckSqliteFile(const std::string& path, std::chrono::mi
   sqlite3_close_v2(db);
   if (rows > 0) {
     out.verdict = SqliteFileCheck::Verdict::kDamaged;
-    out.detail = "quick_check: " + problems + (rows > 3 ? " (and " + std::to_string(rows - 3) +
-                                                           " more)" : "");
+    out.detail = "quick_check: " + problems +
+                 (rows > 3 ? " (and " + std::to_string(rows - 3) + " more)" : "");
     return out;
   }
   out.verdict = SqliteFileCheck::Verdict::kOk;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,10 +19,16 @@
 
 namespace seqpoint::daemon {
 
+// Called with a write statement's SQL just before it runs (Exec, and SqliteStatement::Run,
+// COMMIT included); an error fails that statement. The fault-injection seam of the store's
+// crash tests (tests/agent/flush_crash_test.cpp): fail, or _exit, between any two statements.
+using SqliteFaultHook = std::function<Status(std::string_view sql)>;
+
 class SqliteStatement {
  public:
-  SqliteStatement(sqlite3* db, sqlite3_stmt* stmt, std::string path)
-      : db_(db), stmt_(stmt), path_(std::move(path)) {}
+  SqliteStatement(sqlite3* db, sqlite3_stmt* stmt, std::string path,
+                  const SqliteFaultHook* hook = nullptr)
+      : db_(db), stmt_(stmt), path_(std::move(path)), hook_(hook) {}
   ~SqliteStatement() { sqlite3_finalize(stmt_); }
   SqliteStatement(const SqliteStatement&) = delete;
   SqliteStatement& operator=(const SqliteStatement&) = delete;
@@ -48,6 +55,7 @@ class SqliteStatement {
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   std::string path_;
+  const SqliteFaultHook* hook_;  // the connection's (outlives its statements), may be empty
 };
 
 class SqliteDb {
@@ -66,11 +74,14 @@ class SqliteDb {
   // True when SQLite opened the file read-only (a file it may not write: it says so only at
   // the first write, "attempt to write a readonly database").
   bool read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
+  // Tests only: see SqliteFaultHook. An empty function removes it.
+  void set_fault_hook(SqliteFaultHook hook) { hook_ = std::move(hook); }
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+  SqliteFaultHook hook_;
 };
 
 // What an existing database file is found to be before it is used.

@@ -1,6 +1,5 @@
 // Schema, migration and the run tables. The spool and the cost history are in store_spool.cpp.
 #include "agent/store/store.h"
-#include "common/clock.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,6 +8,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "agent/store/iteration_log_codec.h"
+#include "common/clock.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -92,6 +94,17 @@ CREATE TABLE run_checkpoint(
   iterations INTEGER NOT NULL, updated_ns INTEGER NOT NULL, data BLOB NOT NULL);
 )sql";
 
+// v6: each iteration-log chunk says its format (iteration_log_codec.h): the chunks before are
+// format 0, memcpy'd structs; this build writes format 1. A v5 daemon would misread format 1,
+// so the file is stamped compatible from v6 on only. Also the timed iterations of each
+// histogram bin (0 on older rows: not known) and the part of a run's unobserved iterations that
+// ran before the probes attached.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE iteration_log ADD COLUMN format INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE histogram ADD COLUMN time_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN unobserved_before_attach INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 std::string JoinInts(const auto& values) {
   std::string out;
   for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -126,12 +139,13 @@ RunRecord ReadRunRow(const SqliteStatement& s) {
   r.iterations = static_cast<uint64_t>(s.Int(8));
   r.max_iter = static_cast<uint64_t>(s.Int(9));
   r.unobserved = static_cast<uint64_t>(s.Int(10));
+  r.unobserved_before_attach = static_cast<uint64_t>(s.Int(11));
   return r;
 }
 
 constexpr const char* kRunColumns =
     "id, key, state, end_reason, started_ns, updated_ns, ended_ns, pids, iterations, max_iter, "
-    "unobserved";
+    "unobserved, unobserved_before_attach";
 
 }  // namespace
 
@@ -143,6 +157,8 @@ std::string_view RunStateName(RunState s) {
       return "finished";
     case RunState::kCrashed:
       return "crashed";
+    case RunState::kSetAside:
+      return "set_aside";
   }
   return "finished";
 }
@@ -150,10 +166,17 @@ std::string_view RunStateName(RunState s) {
 RunState ParseRunState(std::string_view s) {
   if (s == "active") return RunState::kActive;
   if (s == "crashed") return RunState::kCrashed;
+  if (s == "set_aside") return RunState::kSetAside;
   return RunState::kFinished;
 }
 
 std::string StoreRecovery::Describe() const {
+  if (newer_schema) {
+    return "state database '" + path + "' " + reason + "; moved it aside to '" + moved_to +
+           "' (with its -wal and -shm, if any) and started on a fresh database: its runs, "
+           "history and upload spool are not in the new one (to go back to the newer "
+           "seqpointd, stop this one and move the file back)";
+  }
   std::string out = "state database '" + path + "' was damaged (" + reason +
                     "); moved it aside to '" + moved_to +
                     "' (with its -wal and -shm, if any) and started on a fresh database: the "
@@ -166,13 +189,13 @@ std::string StoreRecovery::Describe() const {
 
 namespace {
 
-// Renames path and its -wal/-shm to <path>.corrupt-<unix>[.<n>] (+ -wal/-shm); returns the new
-// name of the main file.
-Result<std::string> MoveAside(const std::string& path) {
+// Renames path and its -wal/-shm to <path>.<why>-<unix>[.<n>] (+ -wal/-shm), why "corrupt" or
+// "newer"; returns the new name of the main file.
+Result<std::string> MoveAside(const std::string& path, const std::string& why = "corrupt") {
   int64_t now = WallNs() / 1'000'000'000;
-  std::string target = path + ".corrupt-" + std::to_string(now);
+  std::string target = path + "." + why + "-" + std::to_string(now);
   for (int n = 1; access(target.c_str(), F_OK) == 0; ++n) {
-    target = path + ".corrupt-" + std::to_string(now) + "." + std::to_string(n);
+    target = path + "." + why + "-" + std::to_string(now) + "." + std::to_string(n);
   }
   // The -wal and -shm first: were the main file moved and these left, SQLite would replay the
   // old WAL into the fresh database.
@@ -184,8 +207,8 @@ Result<std::string> MoveAside(const std::string& path) {
     }
   }
   if (rename(path.c_str(), target.c_str()) != 0) {
-    return IoError("cannot move damaged state database '" + path + "' aside: " +
-                   std::strerror(errno) + " (move or remove it by hand)");
+    return IoError("cannot move damaged state database '" + path +
+                   "' aside: " + std::strerror(errno) + " (move or remove it by hand)");
   }
   return target;
 }
@@ -197,8 +220,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
   if (options.lock_dir) {
     size_t slash = path.rfind('/');
     auto locked = StateDirLock::Acquire(slash == std::string::npos ? "."
-                                        : slash == 0                ? "/"
-                                                                    : path.substr(0, slash));
+                                        : slash == 0               ? "/"
+                                                                   : path.substr(0, slash));
     if (!locked.ok()) return locked.status();
     lock = std::move(*locked);
   }
@@ -228,7 +251,20 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions
   auto db = SqliteDb::Open(path);
   if (!db.ok()) return db.status();
   std::unique_ptr<Store> store(new Store(std::move(*db)));
-  SEQPOINT_RETURN_IF_ERROR(store->Migrate());
+  Status migrated = store->Migrate();
+  if (migrated.code() == ErrorCode::kUnsupported && !recovery) {
+    // A newer seqpointd's file this one may not use (a downgrade): set aside, never misread,
+    // and never a daemon that cannot start.
+    store.reset();
+    auto moved = MoveAside(path, "newer");
+    if (!moved.ok()) return moved.status();
+    recovery = StoreRecovery{path, *moved, migrated.message(), 0, true};
+    db = SqliteDb::Open(path);
+    if (!db.ok()) return db.status();
+    store.reset(new Store(std::move(*db)));
+    migrated = store->Migrate();
+  }
+  SEQPOINT_RETURN_IF_ERROR(migrated);
   store->lock_ = std::move(lock);
   store->recovery_ = std::move(recovery);
   if (check->verdict == Verdict::kUnchecked) store->check_skipped_ = check->detail;
@@ -244,10 +280,12 @@ Status Store::Migrate() {
   (*q)->Reset();
   if (version == kStoreSchemaVersion) return Status::Ok();
   if (version > kStoreSchemaVersion) {
-    return Unsupported("state database '" + db_->path() + "' has schema version " +
-                       std::to_string(version) + ", newer than this seqpointd (" +
-                       std::to_string(kStoreSchemaVersion) +
-                       "); upgrade seqpointd or point daemon.state_dir elsewhere");
+    auto oldest = GetCounter("oldest_compatible_schema");
+    if (oldest.ok() && *oldest > 0 && *oldest <= kStoreSchemaVersion) return Status::Ok();
+    return Unsupported("was written by a newer seqpointd (schema version " +
+                       std::to_string(version) + ", usable by seqpointd of schema " +
+                       (oldest.ok() && *oldest > 0 ? std::to_string(*oldest) : "?") +
+                       " and later; this one is " + std::to_string(kStoreSchemaVersion) + ")");
   }
   SqliteTransaction tx(*db_);
   SEQPOINT_RETURN_IF_ERROR(tx.Begin());
@@ -256,6 +294,10 @@ Status Store::Migrate() {
   if (version < 3) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV3));
   if (version < 4) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV4));
   if (version < 5) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV5));
+  if (version < 6) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV6));
+  SEQPOINT_RETURN_IF_ERROR(
+      db_->Exec("INSERT OR REPLACE INTO meta VALUES('oldest_compatible_schema', " +
+                std::to_string(kStoreOldestCompatibleSchema) + ")"));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
   return tx.Commit();
@@ -272,33 +314,67 @@ Result<int64_t> Store::CreateRunTx(const RunRecord& run) {
   return db_->LastInsertRowId();
 }
 
-Status Store::SaveRunTx(const RunSnapshot& snap, const std::vector<Measurement>& measurements,
-                        const std::vector<BinCostRow>& cost_deltas,
-                        const std::vector<IterationLogEntry>& new_log,
-                        const std::string* checkpoint) {
-  const RunRecord& r = snap.run;
+Status Store::SaveRuns(const std::vector<RunSave>& runs) {
+  if (runs.empty()) return Status::Ok();
   SqliteTransaction tx(*db_);
-  SEQPOINT_RETURN_IF_ERROR(tx.Begin());
+  Status st = tx.Begin();
+  for (size_t i = 0; i < runs.size() && st.ok(); ++i) st = SaveRunRows(runs[i]);
+  if (st.ok()) st = tx.Commit();
+  return Track(st);
+}
+
+Status Store::SetAsideRun(int64_t id, const std::string& reason) {
+  SqliteTransaction tx(*db_);
+  Status st = tx.Begin();
+  if (st.ok()) {
+    auto s = db_->Prepare(
+        "UPDATE runs SET state='set_aside', end_reason=?, ended_ns=?, updated_ns=? WHERE id=?");
+    st = s.ok() ? Status::Ok() : s.status();
+    if (st.ok()) {
+      const int64_t now = WallNs();
+      (*s)->Bind(1, reason).Bind(2, now).Bind(3, now).Bind(4, id);
+      st = (*s)->Run();
+    }
+  }
+  const std::string where = " WHERE run_id=" + std::to_string(id);
+  if (st.ok()) st = db_->Exec("DELETE FROM iteration_log" + where);
+  if (st.ok()) st = db_->Exec("DELETE FROM run_checkpoint" + where);
+  if (st.ok()) st = tx.Commit();
+  return Track(st);
+}
+
+Status Store::SaveRunRows(const RunSave& save) {
+  static const std::vector<Measurement> kNoMeasurements;
+  static const std::vector<BinCostRow> kNoCosts;
+  static const std::vector<IterationLogEntry> kNoLog;
+  const RunSnapshot& snap = *save.snapshot;
+  const auto& measurements = save.measurements ? *save.measurements : kNoMeasurements;
+  const auto& cost_deltas = save.cost_deltas ? *save.cost_deltas : kNoCosts;
+  const auto& new_log = save.new_log ? *save.new_log : kNoLog;
+  const RunRecord& r = snap.run;
   // Created here when CreateRun could not write it (a store that was read-only then).
   auto run = db_->Prepare(
       "INSERT INTO runs(id, key, started_ns, state, end_reason, updated_ns, ended_ns, pids, "
-      "iterations, max_iter, unobserved) VALUES(?10, ?11, ?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+      "iterations, max_iter, unobserved, unobserved_before_attach) "
+      "VALUES(?10, ?11, ?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
       "ON CONFLICT(id) DO UPDATE SET state=?1, end_reason=?2, updated_ns=?3, ended_ns=?4, "
-      "pids=?5, iterations=?6, max_iter=?7, unobserved=?8");
+      "pids=?5, iterations=?6, max_iter=?7, unobserved=?8, unobserved_before_attach=?9");
   if (!run.ok()) return run.status();
   (*run)->Bind(1, RunStateName(r.state)).Bind(2, r.end_reason).Bind(3, r.updated_unix_ns);
   (*run)->Bind(4, r.ended_unix_ns).Bind(5, JoinInts(r.pids)).Bind(6, int64_t(r.iterations));
   (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved));
+  (*run)->Bind(9, int64_t(r.unobserved_before_attach));
   (*run)->Bind(10, r.id).Bind(11, r.key).Bind(12, r.started_unix_ns);
   SEQPOINT_RETURN_IF_ERROR((*run)->Run());
 
   auto hist = db_->Prepare(
       "INSERT OR REPLACE INTO histogram(run_id, seq_len, count, time_ns_sum, energy_uj_sum, "
-      "energy_count) VALUES(?, ?, ?, ?, ?, ?)");
+      "energy_count, time_count) VALUES(?, ?, ?, ?, ?, ?, ?)");
   if (!hist.ok()) return hist.status();
   for (const HistogramBin& b : snap.histogram) {
     (*hist)->Bind(1, r.id).Bind(2, int64_t(b.seq_len)).Bind(3, int64_t(b.count));
     (*hist)->Bind(4, b.time_ns_sum).Bind(5, b.energy_uj_sum).Bind(6, int64_t(b.energy_count));
+    (*hist)->Bind(7, int64_t(b.time_count));
     SEQPOINT_RETURN_IF_ERROR((*hist)->Run());
   }
   SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM seqpoints WHERE run_id=" + std::to_string(r.id)));
@@ -332,7 +408,7 @@ Status Store::SaveRunTx(const RunSnapshot& snap, const std::vector<Measurement>&
     (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value);
     SEQPOINT_RETURN_IF_ERROR((*meas)->Run());
   }
-  SEQPOINT_RETURN_IF_ERROR(SaveLog(r, new_log, checkpoint));
+  SEQPOINT_RETURN_IF_ERROR(SaveLog(r, new_log, save.checkpoint));
   auto cost = db_->Prepare(
       "INSERT INTO bin_cost VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(bin_lo, metric, day) DO "
       "UPDATE SET n = n + excluded.n, sum = sum + excluded.sum, sumsq = sumsq + excluded.sumsq");
@@ -342,7 +418,7 @@ Status Store::SaveRunTx(const RunSnapshot& snap, const std::vector<Measurement>&
     (*cost)->Bind(4, c.metric).Bind(5, int64_t(c.n)).Bind(6, c.sum).Bind(7, c.sumsq);
     SEQPOINT_RETURN_IF_ERROR((*cost)->Run());
   }
-  return tx.Commit();
+  return Status::Ok();
 }
 
 Result<std::vector<RunRecord>> Store::ListRuns(bool active_only, int64_t limit) {
@@ -372,8 +448,8 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
   snap.run = ReadRunRow(**s);
 
   auto h = db_->Prepare(
-      "SELECT seq_len, count, time_ns_sum, energy_uj_sum, energy_count FROM histogram "
-      "WHERE run_id=? ORDER BY seq_len");
+      "SELECT seq_len, count, time_ns_sum, energy_uj_sum, energy_count, time_count FROM "
+      "histogram WHERE run_id=? ORDER BY seq_len");
   if (!h.ok()) return h.status();
   (*h)->Bind(1, id);
   while (true) {
@@ -382,7 +458,8 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     if (!*more) break;
     snap.histogram.push_back({static_cast<uint32_t>((*h)->Int(0)),
                               static_cast<uint64_t>((*h)->Int(1)), (*h)->Double(2), (*h)->Double(3),
-                              static_cast<uint64_t>((*h)->Int(4))});
+                              static_cast<uint64_t>((*h)->Int(4)),
+                              static_cast<uint64_t>((*h)->Int(5))});
   }
   auto p = db_->Prepare(
       "SELECT iter, iters, pids, seq_len, weight, bin_lo, bin_hi FROM seqpoints "
@@ -413,8 +490,13 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     auto more = (*j)->Step();
     if (!more.ok()) return more.status();
     if (!*more) break;
-    Projection p{(*j)->Text(0), (*j)->Text(1), (*j)->Double(2), (*j)->Double(3),
-                 (*j)->Double(4), (*j)->Double(5), static_cast<uint64_t>((*j)->Int(6)),
+    Projection p{(*j)->Text(0),
+                 (*j)->Text(1),
+                 (*j)->Double(2),
+                 (*j)->Double(3),
+                 (*j)->Double(4),
+                 (*j)->Double(5),
+                 static_cast<uint64_t>((*j)->Int(6)),
                  (*j)->Int(7) != 0};
     p.steady_total = (*j)->Double(8);
     p.steady_low = (*j)->Double(9);
@@ -454,7 +536,8 @@ Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {
 }
 
 Result<std::vector<IterationLogEntry>> Store::LoadIterationLog(int64_t run_id) {
-  auto s = db_->Prepare("SELECT data, entries FROM iteration_log WHERE run_id=? ORDER BY chunk");
+  auto s = db_->Prepare(
+      "SELECT data, entries, format, chunk FROM iteration_log WHERE run_id=? ORDER BY chunk");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
   std::vector<IterationLogEntry> out;
@@ -462,21 +545,10 @@ Result<std::vector<IterationLogEntry>> Store::LoadIterationLog(int64_t run_id) {
     auto more = (*s)->Step();
     if (!more.ok()) return more.status();
     if (!*more) break;
-    std::string blob = (*s)->Blob(0);
-    const auto entries = static_cast<size_t>((*s)->Int(1));
-    if (entries > 0 && blob.size() == entries * sizeof(IterationLogEntryV2)) {
-      // A chunk written before iteration times were logged.
-      for (size_t i = 0; i < entries; ++i) {
-        IterationLogEntryV2 e;
-        std::memcpy(&e, blob.data() + i * sizeof e, sizeof e);
-        out.push_back({e.pid, e.seq_len, e.iter, e.batch, e.repeat, e.tokens, 0});
-      }
-      continue;
-    }
-    size_t n = blob.size() / sizeof(IterationLogEntry);
-    size_t at = out.size();
-    out.resize(at + n);
-    std::memcpy(out.data() + at, blob.data(), n * sizeof(IterationLogEntry));
+    const std::string what =
+        "run " + std::to_string(run_id) + " iteration-log chunk " + std::to_string((*s)->Int(3));
+    SEQPOINT_RETURN_IF_ERROR(DecodeIterationLog(static_cast<int>((*s)->Int(2)), (*s)->Blob(0),
+                                                (*s)->Int(1), what, &out));
   }
   return out;
 }

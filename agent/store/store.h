@@ -35,9 +35,16 @@
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 5;  // 2: energy sums, perturbed; 3: steady state,
+inline constexpr int kStoreSchemaVersion = 6;  // 2: energy sums, perturbed; 3: steady state,
                                                // bounded; 4: the unobserved gap;
-                                               // 5: selector checkpoints
+                                               // 5: selector checkpoints; 6: iteration-log
+                                               // chunk format (iteration_log_codec.h)
+// Downgrades (docs/failure-modes.md): a database stamps, in meta 'oldest_compatible_schema',
+// the oldest schema version whose daemon may use it as it is (a later version that only adds
+// what older ones ignore keeps the stamp). A daemon opens a newer file whose stamp it meets;
+// any other newer file is moved aside (as a damaged one is) and it starts on a fresh database,
+// never misreading one and never refusing to start.
+inline constexpr int kStoreOldestCompatibleSchema = 6;
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {
@@ -68,21 +75,22 @@ struct SpoolStats {
 
 // A damaged state database found at open and moved aside (Store::Open).
 struct StoreRecovery {
-  std::string path;      // where the database was
-  std::string moved_to;  // where it is now (its -wal and -shm beside it, same suffix)
-  std::string reason;    // what was wrong: "empty: 0 bytes", or SQLite's words
-  int64_t bytes = 0;     // its size
+  std::string path;           // where the database was
+  std::string moved_to;       // where it is now (its -wal and -shm beside it, same suffix)
+  std::string reason;         // what was wrong: "empty: 0 bytes", or SQLite's words
+  int64_t bytes = 0;          // its size
+  bool newer_schema = false;  // not damaged: written by a newer, incompatible seqpointd
   // The warning for the log: the file moved, why, and what the fresh database lacks.
   std::string Describe() const;
 };
 
 // Whether the store's writes succeed: the daemon's health (status, /metrics) follows it.
 struct StoreWriteHealth {
-  bool writable = true;             // the last write succeeded (or none failed yet)
-  std::string error;                // the last failed write's error
-  int64_t failures = 0;             // failed writes since the store was opened
+  bool writable = true;               // the last write succeeded (or none failed yet)
+  std::string error;                  // the last failed write's error
+  int64_t failures = 0;               // failed writes since the store was opened
   int64_t failing_since_unix_ns = 0;  // when the current stretch of failures began (0: none)
-  uint64_t changes = 0;             // bumped at each change of `writable` (log once per change)
+  uint64_t changes = 0;               // bumped at each change of `writable` (log once per change)
 };
 
 struct StoreOptions {
@@ -93,6 +101,15 @@ struct StoreOptions {
   // Take the state directory's lock (state_lock.h) first and hold it while the Store lives;
   // the daemon does, so a second one never checks, moves aside or writes a database in use.
   bool lock_dir = false;
+};
+
+// One run's part of a flush (SaveRuns); null pointers stand for nothing new.
+struct RunSave {
+  const RunSnapshot* snapshot = nullptr;  // required
+  const std::vector<Measurement>* measurements = nullptr;
+  const std::vector<BinCostRow>* cost_deltas = nullptr;
+  const std::vector<IterationLogEntry>* new_log = nullptr;
+  const std::string* checkpoint = nullptr;  // see SaveRun
 };
 
 class Store {
@@ -123,6 +140,13 @@ class Store {
                  const std::vector<BinCostRow>& cost_deltas,
                  const std::vector<IterationLogEntry>& new_log = {},
                  const std::string* checkpoint = nullptr);
+  // Every run of a flush in ONE transaction (each as SaveRun): all are saved or none is, so a
+  // crash or a failed write anywhere in it never leaves some runs saved and others not (their
+  // records would be delivered again and counted twice; tests/agent/flush_crash_test.cpp).
+  Status SaveRuns(const std::vector<RunSave>& runs);
+  // A run a start could not restore: state set_aside, end_reason `reason`, ended now; its log
+  // and checkpoint (what could not be read) are deleted, its other rows kept.
+  Status SetAsideRun(int64_t id, const std::string& reason);
   // The run's last checkpoint ("" when none): replay its iteration log on top of it.
   Result<std::string> LoadCheckpoint(int64_t run_id);
   // Iteration-log entries and checkpoint bytes stored, over every run (for /metrics and bounds).
@@ -134,7 +158,8 @@ class Store {
   Result<std::vector<RunRecord>> ListRuns(bool active_only, int64_t limit);
   Result<RunSnapshot> LoadRun(int64_t id);
   Result<std::vector<Measurement>> LoadMeasurements(int64_t run_id);
-  // Every iteration-log entry of the run, in the order they were saved.
+  // Every iteration-log entry of the run, in the order they were saved; an error names the
+  // chunk that cannot be read (damaged, or a newer format: iteration_log_codec.h).
   Result<std::vector<IterationLogEntry>> LoadIterationLog(int64_t run_id);
   // A run by its id ("12") or, failing that, by key (the newest run with that key).
   Result<std::optional<int64_t>> FindRun(const std::string& id_or_key);
@@ -173,9 +198,8 @@ class Store {
   Status Migrate();
   // Records a write's outcome in health_ and returns it.
   Status Track(Status st);
-  Status SaveRunTx(const RunSnapshot& snapshot, const std::vector<Measurement>& new_measurements,
-                   const std::vector<BinCostRow>& cost_deltas,
-                   const std::vector<IterationLogEntry>& new_log, const std::string* checkpoint);
+  // One run's rows, inside the caller's transaction.
+  Status SaveRunRows(const RunSave& save);
   Result<int64_t> CreateRunTx(const RunRecord& run);
   // The iteration log and checkpoint part of SaveRun (store_log.cpp), inside its transaction.
   Status SaveLog(const RunRecord& run, const std::vector<IterationLogEntry>& new_log,

@@ -39,7 +39,7 @@ Status Store::SaveRun(const RunSnapshot& snapshot, const std::vector<Measurement
                       const std::vector<BinCostRow>& cost_deltas,
                       const std::vector<IterationLogEntry>& new_log,
                       const std::string* checkpoint) {
-  return Track(SaveRunTx(snapshot, measurements, cost_deltas, new_log, checkpoint));
+  return SaveRuns({RunSave{&snapshot, &measurements, &cost_deltas, &new_log, checkpoint}});
 }
 
 Status Store::CheckWritable() {

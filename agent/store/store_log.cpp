@@ -1,11 +1,12 @@
 // The iteration log of active runs and the checkpoints that bound it (store.h, docs/bounds.md).
 //
 // A run's log holds what its selector was fed, in order, so a restart can replay it. It would
-// grow by 40 bytes per iteration for as long as the run's budget is paced (it never ends), so
-// the daemon now and then saves a checkpoint of the selector instead (selector/state_codec.h):
-// in the same transaction the checkpoint replaces the run's log, and a restart loads it and
-// replays only the entries after it. A run that is no longer active never resumes: its log and
-// checkpoint go with the save that closes it.
+// grow by 40 bytes per iteration (iteration_log_codec.h) for as long as the run's budget is paced
+// (it never ends), so the daemon now and then saves a checkpoint of the selector instead
+// (selector/state_codec.h): in the same transaction the checkpoint replaces the run's log, and a
+// restart loads it and replays only the entries after it. A run that is no longer active never
+// resumes: its log and checkpoint go with the save that closes it.
+#include "agent/store/iteration_log_codec.h"
 #include "agent/store/store.h"
 #include "common/clock.h"
 
@@ -27,10 +28,12 @@ Status Store::SaveLog(const RunRecord& r, const std::vector<IterationLogEntry>& 
     SEQPOINT_RETURN_IF_ERROR((*s)->Run());
   }
   if (new_log.empty()) return Status::Ok();
-  auto log = db_->Prepare("INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
+  auto log =
+      db_->Prepare("INSERT INTO iteration_log(run_id, entries, data, format) VALUES(?, ?, ?, ?)");
   if (!log.ok()) return log.status();
+  const std::string image = EncodeIterationLog(new_log);
   (*log)->Bind(1, r.id).Bind(2, int64_t(new_log.size()));
-  (*log)->BindBlob(3, new_log.data(), new_log.size() * sizeof(IterationLogEntry));
+  (*log)->BindBlob(3, image.data(), image.size()).Bind(4, int64_t{kIterationLogFormat});
   return (*log)->Run();
 }
 

@@ -1,7 +1,6 @@
 #include "agent/store/store.h"
 
 #include <doctest/doctest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/store/iteration_log_codec.h"
 #include "agent/testing/test_util.h"
 
 using namespace seqpoint::daemon;
@@ -23,7 +23,8 @@ RunSnapshot SampleRun(int64_t id) {
   s.run.pids = {100, 101};
   s.run.iterations = 30;
   s.run.max_iter = 29;
-  s.histogram = {{12, 10, 1.2e9}, {40, 20, 4.0e9}};
+  s.run.unobserved_before_attach = 4;
+  s.histogram = {{12, 10, 1.2e9, 0, 0, 9}, {40, 20, 4.0e9}};
   s.seqpoints = {{3, {3, 9}, {100, 100}, 12, 10, 1, 20}, {17, {17}, {101}, 40, 20, 21, 60}};
   s.projections = {{"time_ns", "ns", 5.1e9, 4.9e9, 5.3e9, 5.2e9, 3}};
   return s;
@@ -58,6 +59,8 @@ TEST_CASE("agent store: a run round-trips and survives reopening") {
   auto snap = (*store)->LoadRun(id);
   REQUIRE(snap.ok());
   CHECK(snap->histogram.size() == 2);
+  CHECK(snap->histogram[0].time_count == 9);
+  CHECK(snap->run.unobserved_before_attach == 4);
   CHECK(snap->seqpoints[0].iters == std::vector<uint64_t>{3, 9});
   CHECK(snap->projections[0].actual == doctest::Approx(5.2e9));
   CHECK((*store)->LoadMeasurements(id)->size() == 2);
@@ -80,8 +83,8 @@ TEST_CASE("agent store: iteration log chunks of the old 32-byte layout still rea
   const int64_t id = *(*store)->CreateRun(r);
   // A chunk as schema v2 wrote it (before each entry carried its time).
   std::vector<IterationLogEntryV2> old = {{100, 12, 0, 1, 1, 12.0}, {100, 40, 1, 1, 1, 40.0}};
-  auto insert = (*store)->db().Prepare(
-      "INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
+  auto insert =
+      (*store)->db().Prepare("INSERT INTO iteration_log(run_id, entries, data) VALUES(?, ?, ?)");
   REQUIRE(insert.ok());
   (*insert)->Bind(1, id).Bind(2, int64_t(old.size()));
   (*insert)->BindBlob(3, old.data(), old.size() * sizeof(IterationLogEntryV2));
@@ -98,16 +101,47 @@ TEST_CASE("agent store: iteration log chunks of the old 32-byte layout still rea
   CHECK((*log)[2].time_ns == 3.5e6);
 }
 
-TEST_CASE("agent store: a database from a newer schema is refused with a fix") {
+TEST_CASE("agent store: a newer, incompatible database is moved aside and a fresh one used") {
+  // A downgrade past a format change: never misread, never a daemon that cannot start.
   testing::TempDir dir;
   {
     auto db = SqliteDb::Open(dir.File("state.db"));
     REQUIRE(db.ok());
+    REQUIRE((*db)->Exec("CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL)").ok());
+    REQUIRE((*db)->Exec("INSERT INTO meta VALUES('oldest_compatible_schema', 99)").ok());
     REQUIRE((*db)->Exec("PRAGMA user_version = 99").ok());
   }
   auto store = Store::Open(dir.File("state.db"));
-  REQUIRE(!store.ok());
-  CHECK(store.status().message().find("newer") != std::string::npos);
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  REQUIRE((*store)->recovery().has_value());
+  const StoreRecovery& r = *(*store)->recovery();
+  CHECK(r.newer_schema);
+  CHECK(r.Describe().find("newer seqpointd (schema version 99") != std::string::npos);
+  CHECK(r.Describe().find("move the file back") != std::string::npos);
+  CHECK(access(r.moved_to.c_str(), F_OK) == 0);  // kept for an upgrade back
+  CHECK(*(*store)->NextRunId() == 1);
+}
+
+TEST_CASE("agent store: a newer database stamped compatible is used as it is") {
+  // A later schema that only adds what this one ignores keeps oldest_compatible_schema.
+  testing::TempDir dir;
+  int64_t id = 0;
+  {
+    auto store = Store::Open(dir.File("state.db"));
+    REQUIRE(store.ok());
+    RunRecord r;
+    r.key = "from-the-future";
+    id = *(*store)->CreateRun(r);
+    REQUIRE((*store)->db().Exec("CREATE TABLE future_stuff(x INTEGER)").ok());
+    REQUIRE((*store)
+                ->db()
+                .Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion + 1))
+                .ok());
+  }
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  CHECK(!(*store)->recovery().has_value());
+  CHECK((*store)->LoadRun(id)->run.key == "from-the-future");
 }
 
 TEST_CASE("agent store: an unwritable state directory is a clear error") {
@@ -210,6 +244,9 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
           "ALTER TABLE projections DROP COLUMN gap_total",
           "ALTER TABLE projections DROP COLUMN gap_low",
           "ALTER TABLE projections DROP COLUMN gap_high", "DROP TABLE run_checkpoint",
+          "ALTER TABLE iteration_log DROP COLUMN format",
+          "ALTER TABLE histogram DROP COLUMN time_count",
+          "ALTER TABLE runs DROP COLUMN unobserved_before_attach", "DELETE FROM meta",
           "PRAGMA user_version = 1"}) {
       REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
     }
@@ -417,7 +454,7 @@ TEST_CASE("agent store: 4 KiB of garbage in a finished run's page is found at op
   auto store = Store::Open(path);
   REQUIRE_MESSAGE(store.ok(), store.status().ToString());
   REQUIRE((*store)->recovery());
-  CHECK(!(*store)->recovery()->reason.empty());  // SQLite's words: malformed, or quick_check rows
+  CHECK(!(*store)->recovery()->reason.empty());   // SQLite's words: malformed, or quick_check rows
   CHECK((*store)->ListRuns(false, 10)->empty());  // a fresh database, never the damaged one
 }
 
@@ -442,4 +479,106 @@ TEST_CASE("agent store: a checkpoint replaces the log, and a closed run keeps ne
   CHECK((*store)->LoadIterationLog(5)->empty());
   CHECK((*store)->LoadCheckpoint(5)->empty());
   CHECK((*store)->IterationLogStats()->entries == 0);
+}
+
+TEST_CASE(
+    "agent store: the iteration log has an explicit codec; damage and newer formats are errors") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunRecord r;
+  r.key = "codec";
+  const int64_t id = *(*store)->CreateRun(r);
+  std::vector<IterationLogEntry> log = {{-7, 12, 1ull << 40, 3, 0, 12.5, 1.25e6},
+                                        {101, 40, 2, 1, 9, 400.0, 0}};
+  REQUIRE((*store)->SaveRun(SampleRun(id), {}, {}, log).ok());
+  // Written as format 1: a header and little-endian fields, not the struct's bytes.
+  auto row = (*store)->db().Prepare("SELECT format, length(data) FROM iteration_log");
+  REQUIRE(row.ok());
+  REQUIRE(*(*row)->Step());
+  CHECK((*row)->Int(0) == kIterationLogFormat);
+  CHECK((*row)->Int(1) == 8 + 2 * 40);
+  row->reset();
+  auto back = (*store)->LoadIterationLog(id);
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].pid == -7);
+  CHECK((*back)[0].iter == 1ull << 40);
+  CHECK((*back)[0].time_ns == 1.25e6);
+  CHECK((*back)[1].repeat == 9);
+  CHECK((*back)[1].tokens == 400.0);
+
+  SUBCASE("a truncated chunk names itself, not a best guess") {
+    REQUIRE((*store)->db().Exec("UPDATE iteration_log SET data = substr(data, 1, 60)").ok());
+    auto bad = (*store)->LoadIterationLog(id);
+    REQUIRE(!bad.ok());
+    CHECK(bad.status().message().find("run " + std::to_string(id) + " iteration-log chunk") !=
+          std::string::npos);
+    CHECK(bad.status().message().find("damaged") != std::string::npos);
+  }
+  SUBCASE("a legacy chunk of a size that fits neither layout is an error") {
+    REQUIRE((*store)->db().Exec("UPDATE iteration_log SET format = 0").ok());
+    auto bad = (*store)->LoadIterationLog(id);
+    REQUIRE(!bad.ok());  // 88 bytes for 2 entries: neither 80 nor 64
+  }
+  SUBCASE("a newer format is Unsupported") {
+    REQUIRE((*store)->db().Exec("UPDATE iteration_log SET format = 7").ok());
+    auto bad = (*store)->LoadIterationLog(id);
+    REQUIRE(!bad.ok());
+    CHECK(bad.status().code() == seqpoint::ErrorCode::kUnsupported);
+    CHECK(bad.status().message().find("newer seqpointd") != std::string::npos);
+  }
+}
+
+TEST_CASE("agent store: SaveRuns writes every run of a flush or none") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunSnapshot a = SampleRun(0), b = SampleRun(0);
+  a.run.id = 1;
+  a.run.key = "a";
+  b.run.id = 2;
+  b.run.key = "b";
+  a.run.iterations = b.run.iterations = 10;
+  REQUIRE((*store)->SaveRuns({RunSave{&a}, RunSave{&b}}).ok());
+  a.run.iterations = b.run.iterations = 20;
+  // The second run's save fails half-way: the first one's must not stay saved.
+  int statements = 0;
+  (*store)->db().set_fault_hook([&](std::string_view sql) -> seqpoint::Status {
+    if (sql.find("INSERT INTO runs") != std::string_view::npos && ++statements == 2) {
+      return seqpoint::IoError("injected");
+    }
+    return seqpoint::Status::Ok();
+  });
+  CHECK(!(*store)->SaveRuns({RunSave{&a}, RunSave{&b}}).ok());
+  (*store)->db().set_fault_hook({});
+  CHECK((*store)->LoadRun(1)->run.iterations == 10);
+  CHECK((*store)->LoadRun(2)->run.iterations == 10);
+  CHECK(!(*store)->write_health().writable);
+  REQUIRE((*store)->SaveRuns({RunSave{&a}, RunSave{&b}}).ok());
+  CHECK((*store)->LoadRun(1)->run.iterations == 20);
+  CHECK((*store)->LoadRun(2)->run.iterations == 20);
+}
+
+TEST_CASE("agent store: a run set aside keeps its rows, loses its log, reads as set_aside") {
+  testing::TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunRecord r;
+  r.key = "broken";
+  const int64_t id = *(*store)->CreateRun(r);
+  std::vector<IterationLogEntry> log = {{100, 12, 0, 1, 1, 12.0, 0}};
+  std::string image = "not a checkpoint";
+  REQUIRE((*store)->SaveRun(SampleRun(id), {}, {}, log, &image).ok());
+  REQUIRE((*store)->SetAsideRun(id, "run checkpoint: truncated").ok());
+  auto snap = (*store)->LoadRun(id);
+  REQUIRE(snap.ok());
+  CHECK(snap->run.state == RunState::kSetAside);
+  CHECK(RunStateName(snap->run.state) == "set_aside");
+  CHECK(snap->run.end_reason == "run checkpoint: truncated");
+  CHECK(snap->run.ended_unix_ns > 0);
+  CHECK(snap->histogram.size() == 2);
+  CHECK((*store)->LoadIterationLog(id)->empty());
+  CHECK((*store)->LoadCheckpoint(id)->empty());
+  CHECK((*store)->ListRuns(true, 10)->empty());
 }

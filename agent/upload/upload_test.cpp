@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "agent/testing/prometheus_server.h"
-#include "agent/upload/remote_write_encode.h"
 #include "agent/testing/test_harness.h"
+#include "agent/upload/remote_write_encode.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -160,7 +160,8 @@ TEST_CASE("agent upload: endpoint down for the whole run, then back: every proje
   CHECK(std::stoi(count[0]["value"][1].get<std::string>()) >= 3);
 }
 
-TEST_CASE("agent upload: after an outage the spool drains within seconds of the endpoint's return") {
+TEST_CASE(
+    "agent upload: after an outage the spool drains within seconds of the endpoint's return") {
   if (!HavePrometheus()) {
     MESSAGE("skipped: prometheus not installed (scripts/setup.sh installs it)");
     return;
@@ -240,8 +241,8 @@ TEST_CASE("agent upload: a damaged spool is moved aside, counted, and no restart
     CHECK(s["upload"]["spool_batches"].get<int64_t>() < 60);
     CHECK(corrupt() == 1);  // once: the second start finds a sound file and moves nothing
     HttpResult m = HttpGet("127.0.0.1", h.metrics_port(), "/metrics");
-    CHECK(m.body.find(std::string("seqpoint_store_recoveries_total ") + (start == 0 ? "1" : "0")) !=
-          std::string::npos);
+    CHECK(m.body.find(std::string("seqpoint_store_recoveries_total{reason=\"damaged\"} ") +
+                      (start == 0 ? "1" : "0")) != std::string::npos);
     h.Stop();
   }
 }

@@ -40,7 +40,9 @@ Result<std::vector<Sample>> EnergyCollector::End() {
   if (!begin.ok()) return begin.status();
   if (!end.ok()) return end.status().WithContext("energy (" + std::string(source_->name()) + ")");
   if (*end < *begin) return Internal("energy: source total went backwards");
-  return std::vector<Sample>{{"energy_uj", *end - *begin, "uJ"}};
+  // The node's energy (docs/trace-csv.md): one device, whichever process was measured.
+  return std::vector<Sample>{
+      DeviceSample("energy_uj", *end - *begin, "uJ", SampleKind::kDelta, "node")};
 }
 
 void EnergyCollector::Close() {

@@ -116,7 +116,8 @@ Result<std::vector<Sample>> RaplCollector::End() {
     if (v.ok()) {
       Result<uint64_t> delta = z.counter.Update(*v);
       if (delta.ok() && z.began) {
-        out.push_back({"rapl:" + z.zone.name, static_cast<double>(*delta), "uJ"});
+        out.push_back(DeviceSample("rapl:" + z.zone.name, static_cast<double>(*delta), "uJ",
+                                   SampleKind::kDelta, "rapl:" + z.zone.name));
         continue;
       }
       problem = delta.ok() ? Unavailable("no reading at Begin()") : delta.status();

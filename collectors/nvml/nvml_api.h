@@ -98,6 +98,69 @@ typedef struct nvmlPciInfo_st {
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "00000000:01:00.0" */
 } nvmlPciInfo_t;
 
+/* Processes with a context on a GPU (nvmlProcessInfo_v2_t, what the _v3 entry point fills).
+ * pid is the host pid (the driver is not pid-namespace aware); usedGpuMemory is
+ * NVML_VALUE_NOT_AVAILABLE where not available (Windows WDDM, some MIG queries);
+ * gpuInstanceId / computeInstanceId are 0xFFFFFFFF without MIG. */
+#define NVML_VALUE_NOT_AVAILABLE (~0ull)
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory; /* bytes */
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+
+/* GPM (NVML 11.8+, Hopper and later; nvml.h group "NVML GPM"). Both struct versions are the
+ * raw integer 1 in every header from 11.8 to 13.3, not NVML_STRUCT_VERSION(). The metrics array
+ * grew (NVML_GPM_METRIC_MAX 98 -> 210 -> 333) under the same version: NVML fills
+ * metrics[0..numMetrics), so a caller's array only has to hold what it asks for. */
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+#define NVML_GPM_METRIC_MAX 333
+typedef enum nvmlGpmMetricId_enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+  NVML_GPM_METRIC_INTEGER_UTIL = 4,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6,
+  NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7,
+  NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+  NVML_GPM_METRIC_FP64_UTIL = 11,
+  NVML_GPM_METRIC_FP32_UTIL = 12,
+  NVML_GPM_METRIC_FP16_UTIL = 13,
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61
+} nvmlGpmMetricId_t;
+typedef struct {
+  unsigned int metricId;   /* IN: nvmlGpmMetricId_t */
+  nvmlReturn_t nvmlReturn; /* OUT: this metric's status; value valid only if NVML_SUCCESS */
+  double value;            /* OUT */
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo; /* OUT */
+} nvmlGpmMetric_t;
+typedef struct {
+  unsigned int version;    /* NVML_GPM_METRICS_GET_VERSION */
+  unsigned int numMetrics; /* entries of metrics[] to fill */
+  nvmlGpmSample_t sample1; /* the earlier sample */
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+typedef struct {
+  unsigned int version; /* NVML_GPM_SUPPORT_VERSION */
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 /* Field ids used by tests and docs (nvml.h). */
 #define NVML_FI_DEV_MEMORY_TEMP 82
 
@@ -116,6 +179,17 @@ typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t, nvmlClockType_t,
                                                   unsigned int*); /* MHz */
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nvmlFieldValue_t*);
+/* Optional: a driver whose NVML lacks one loses only what needs it. */
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t, char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3_fn)(nvmlDevice_t, unsigned int*,
+                                                                   nvmlProcessInfo_t*);
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t, nvmlGpmSupport_t*);
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t*);
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t, unsigned int, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t*);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,7 @@
 #include "collectors/nvml/nvml_collector.h"
 
+#include "common/clock.h"
+
 namespace seqpoint::collectors {
 namespace {
 
@@ -31,83 +33,163 @@ Status NvmlCollector::Open(const Target& target) {
   Close();
   Result<std::unique_ptr<NvmlLibrary>> lib = NvmlLibrary::Load(options_.library);
   if (!lib.ok()) return lib.status();
+  if (target.pid > 0 && target.device.empty()) {
+    nvml_ = std::move(lib).value();
+    pid_ = target.pid;
+    recheck_ = GpuRecheck();
+    ResolveProcessGpus();
+    return Status::Ok();
+  }
   Result<std::vector<NvmlDevice>> selected = (*lib)->Select(target.device);
   if (!selected.ok()) return selected.status();
   nvml_ = std::move(lib).value();
-  for (const NvmlDevice& d : *selected) devices_.push_back({d, WrappingCounter(), false});
+  for (const NvmlDevice& d : *selected) AddDevice(d, d.id(), -1);
   return Status::Ok();
+}
+
+void NvmlCollector::AddDevice(const NvmlDevice& d, std::string label, int gpu_instance) {
+  Device dev;
+  dev.id = d;
+  dev.label = std::move(label);
+  auto gpm = NvmlGpm::Open(nvml_.get(), d, gpu_instance, gpm_options_);
+  if (gpm.ok()) {
+    dev.gpm = std::move(gpm).value();
+  } else {
+    dev.gpm_why_not = gpm.status().message();
+  }
+  devices_.push_back(std::move(dev));
+}
+
+void NvmlCollector::ResolveProcessGpus() {
+  if (!recheck_.Due(MonotonicNs())) return;
+  std::string lookup_warnings;
+  auto gpus = NvidiaGpusOf(*nvml_, pid_, &lookup_warnings);
+  if (!gpus.ok()) {
+    Warn(&warnings_, "nvml: which GPUs pid " + std::to_string(pid_) + " uses", gpus.status());
+    return;
+  }
+  if (!lookup_warnings.empty()) warnings_ += (warnings_.empty() ? "" : "; ") + lookup_warnings;
+  for (const ProcessGpu& g : *gpus) {
+    bool known = false;
+    for (const Device& d : devices_) known = known || d.label == g.id();
+    if (known) continue;
+    for (const NvmlDevice& d : nvml_->devices()) {
+      if (d.index == g.nvml_index) {
+        AddDevice(d, g.id(), g.mig() ? static_cast<int>(g.gpu_instance) : -1);
+      }
+    }
+  }
 }
 
 Status NvmlCollector::Begin() {
   if (!nvml_) return Internal("nvml: Begin() before a successful Open()");
+  warnings_.clear();
+  if (pid_ > 0 && devices_.empty()) ResolveProcessGpus();
+  const int64_t now = MonotonicNs();
   for (Device& d : devices_) {
     Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id);
     d.energy_ok = e.ok() && d.energy.Update(*e).ok();
+    if (d.gpm) {
+      Status s = d.gpm->Begin(now);
+      if (!s.ok()) Warn(&warnings_, "nvml:gpu" + std::to_string(d.id.index) + " GPM", s);
+    }
   }
   return Status::Ok();
+}
+
+void NvmlCollector::ReadDevice(Device& d, std::vector<Sample>* out, Status* last_error) {
+  const std::string p = "nvml:gpu" + std::to_string(d.id.index);
+  auto gauge = [&](const std::string& suffix, double v, const char* unit) {
+    out->push_back(DeviceSample(p + suffix, v, unit, SampleKind::kGauge, d.label));
+  };
+  if (Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id); e.ok()) {
+    Result<uint64_t> delta = d.energy.Update(*e);
+    if (d.energy_ok && delta.ok()) {
+      out->push_back(DeviceSample(p + ":energy", static_cast<double>(*delta) * 1e3, "uJ",
+                                  SampleKind::kDelta, d.label));
+    } else if (!delta.ok()) {
+      Warn(&warnings_, p + ":energy", delta.status());
+    }
+  } else {
+    Warn(&warnings_, p + ":energy", e.status());
+    *last_error = e.status();
+  }
+  if (Result<double> w = nvml_->PowerWatts(d.id); w.ok()) {
+    gauge(":power", *w, "W");
+  } else {
+    Warn(&warnings_, p + ":power", w.status());
+  }
+  if (Result<nvmlUtilization_t> u = nvml_->Utilization(d.id); u.ok()) {
+    gauge(":util_gpu", static_cast<double>(u->gpu), "%");
+    gauge(":util_mem", static_cast<double>(u->memory), "%");
+  } else {
+    Warn(&warnings_, p + ":util", u.status());
+  }
+  const std::pair<nvmlClockType_t, const char*> clocks[] = {{NVML_CLOCK_SM, ":sm_clock"},
+                                                            {NVML_CLOCK_MEM, ":mem_clock"}};
+  for (const auto& [type, suffix] : clocks) {
+    if (Result<unsigned> c = nvml_->ClockMHz(d.id, type); c.ok()) {
+      gauge(suffix, static_cast<double>(*c), "MHz");
+    } else {
+      Warn(&warnings_, p + suffix, c.status());
+    }
+  }
+  if (Result<nvmlMemory_t> m = nvml_->Memory(d.id); m.ok()) {
+    gauge(":mem_used", static_cast<double>(m->used), "bytes");
+  } else {
+    Warn(&warnings_, p + ":mem_used", m.status());
+    *last_error = m.status();
+  }
+  if (pid_ > 0) {  // the process's own memory on this GPU: a process gauge (ranks add up)
+    if (auto procs = nvml_->ComputeProcesses(d.id); procs.ok()) {
+      for (const nvmlProcessInfo_t& info : *procs) {
+        if (static_cast<pid_t>(info.pid) == pid_ &&
+            info.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
+          out->push_back(Sample{p + ":proc_mem_used", static_cast<double>(info.usedGpuMemory),
+                                "bytes", SampleScope::kProcess, SampleKind::kGauge, ""});
+          break;
+        }
+      }
+    } else {
+      Warn(&warnings_, p + ":proc_mem_used", procs.status());
+    }
+  }
+  if (d.gpm) {
+    Status s = d.gpm->End(MonotonicNs(), p, d.label, out, &warnings_);
+    if (!s.ok()) Warn(&warnings_, p + " GPM", s);
+  }
+  if (!options_.field_ids.empty()) {
+    Result<std::vector<nvmlFieldValue_t>> fields = nvml_->FieldValues(d.id, options_.field_ids);
+    if (fields.ok()) {
+      for (const nvmlFieldValue_t& f : *fields) {
+        const std::string name = ":field" + std::to_string(f.fieldId);
+        if (f.nvmlReturn == NVML_SUCCESS) {
+          gauge(name, FieldAsDouble(f), "value");
+        } else {
+          Warn(&warnings_, p + name, Unsupported(nvml_->ErrorText(f.nvmlReturn)));
+        }
+      }
+    } else {
+      Warn(&warnings_, p + ":fields", fields.status());
+    }
+  }
 }
 
 Result<std::vector<Sample>> NvmlCollector::End() {
   if (!nvml_) return Internal("nvml: End() before a successful Open()");
   std::vector<Sample> out;
-  warnings_.clear();
+  if (devices_.empty()) {  // process mode, no GPU yet: never measured on every GPU instead
+    return Unavailable("nvml: pid " + std::to_string(pid_) +
+                       " holds no CUDA context on any NVIDIA GPU yet (looked up again at most "
+                       "once a second)" +
+                       (warnings_.empty() ? "" : ": " + warnings_));
+  }
+  // warnings_ holds Begin's lookup warnings; End's own follow.
   size_t answered = 0;
   Status last_error;
   for (Device& d : devices_) {
-    const std::string p = "nvml:gpu" + std::to_string(d.id.index);
     const size_t before = out.size();
-    if (Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id); e.ok()) {
-      Result<uint64_t> delta = d.energy.Update(*e);
-      if (d.energy_ok && delta.ok()) {
-        out.push_back({p + ":energy", static_cast<double>(*delta) * 1e3, "uJ"});
-      } else if (!delta.ok()) {
-        Warn(&warnings_, p + ":energy", delta.status());
-      }
-    } else {
-      Warn(&warnings_, p + ":energy", e.status());
-      last_error = e.status();
-    }
-    if (Result<double> w = nvml_->PowerWatts(d.id); w.ok()) {
-      out.push_back({p + ":power", *w, "W"});
-    } else {
-      Warn(&warnings_, p + ":power", w.status());
-    }
-    if (Result<nvmlUtilization_t> u = nvml_->Utilization(d.id); u.ok()) {
-      out.push_back({p + ":util_gpu", static_cast<double>(u->gpu), "%"});
-      out.push_back({p + ":util_mem", static_cast<double>(u->memory), "%"});
-    } else {
-      Warn(&warnings_, p + ":util", u.status());
-    }
-    const std::pair<nvmlClockType_t, const char*> clocks[] = {{NVML_CLOCK_SM, ":sm_clock"},
-                                                              {NVML_CLOCK_MEM, ":mem_clock"}};
-    for (const auto& [type, suffix] : clocks) {
-      if (Result<unsigned> c = nvml_->ClockMHz(d.id, type); c.ok()) {
-        out.push_back({p + suffix, static_cast<double>(*c), "MHz"});
-      } else {
-        Warn(&warnings_, p + suffix, c.status());
-      }
-    }
-    if (Result<nvmlMemory_t> m = nvml_->Memory(d.id); m.ok()) {
-      out.push_back({p + ":mem_used", static_cast<double>(m->used), "bytes"});
-    } else {
-      Warn(&warnings_, p + ":mem_used", m.status());
-      last_error = m.status();
-    }
-    if (!options_.field_ids.empty()) {
-      Result<std::vector<nvmlFieldValue_t>> fields = nvml_->FieldValues(d.id, options_.field_ids);
-      if (fields.ok()) {
-        for (const nvmlFieldValue_t& f : *fields) {
-          const std::string name = p + ":field" + std::to_string(f.fieldId);
-          if (f.nvmlReturn == NVML_SUCCESS) {
-            out.push_back({name, FieldAsDouble(f), "value"});
-          } else {
-            Warn(&warnings_, name, Unsupported(nvml_->ErrorText(f.nvmlReturn)));
-          }
-        }
-      } else {
-        Warn(&warnings_, p + ":fields", fields.status());
-      }
-    }
+    ReadDevice(d, &out, &last_error);
     answered += out.size() > before;
   }
   // A profiler holds a GPU (NVML_ERROR_IN_USE, collector.h): the whole reading is void, and
@@ -125,12 +207,15 @@ Result<std::vector<Sample>> NvmlCollector::End() {
 void NvmlCollector::Close() {
   devices_.clear();
   nvml_.reset();
+  pid_ = 0;
 }
 
 std::string NvmlCollector::Describe() const {
   std::string d = "nvml (" + (nvml_ ? nvml_->path() : std::string("closed")) + "):";
+  if (pid_ > 0) d += " pid " + std::to_string(pid_) + (devices_.empty() ? " (no GPU yet)" : "");
   for (const Device& dev : devices_) {
-    d += " gpu" + std::to_string(dev.id.index) + (dev.id.pci.empty() ? "" : "=" + dev.id.pci);
+    d += " gpu" + std::to_string(dev.id.index) + "=" + dev.label;
+    d += dev.gpm ? " (GPM)" : dev.gpm_why_not.empty() ? "" : " (" + dev.gpm_why_not + ")";
   }
   return d;
 }

@@ -2,28 +2,42 @@
 // mJ since driver load, Volta and later), and at End the power, utilization, SM and memory
 // clocks, memory in use and any configured field values (collectors.nvml.field_ids).
 //
+// Which GPUs: for a process (Target::pid > 0, no Target::device) the GPUs on which it holds a
+// compute context (collectors/gpu/gpu_process_map.h), matched by UUID; a process with none yet
+// is looked up again (at most once a second, at Begin) and, until then, End is Unavailable: it
+// is never measured on every GPU. Device-wide (pid 0), Target::device or every GPU.
+//
 // Samples: "nvml:gpu<i>:energy" uJ, ":power" W, ":util_gpu" %, ":util_mem" %, ":sm_clock" MHz,
-// ":mem_clock" MHz, ":mem_used" bytes, ":field<id>" (unit "value"). A value NVML does not
-// support on this GPU (utilization under MIG, energy before Volta) is left out and named by
-// warnings(); a GPU that falls off the bus (NVML_ERROR_GPU_IS_LOST) leaves its values out; if
-// no GPU answers, End fails with NVML's reason.
+// ":mem_clock" MHz, ":mem_used" bytes, ":field<id>" (unit "value"), with <i> NVML's index (a
+// name only: the series' device is the GPU's UUID, Sample::device); all device samples, energy a
+// delta, the rest gauges. For a process also ":proc_mem_used" bytes: the memory it holds on that
+// GPU (usedGpuMemory), a process gauge. On Hopper and later also the GPM activity metrics of
+// nvml_gpm.h (sm_active, tensor_active, dram_active, ..., over windows of 2 s or more). Under MIG
+// the device is "<uuid>/gi<G>/ci<C>", and the device-wide values are the whole GPU's (NVML has no
+// per-instance energy). A value NVML does not support on this GPU (utilization under MIG, energy
+// before Volta) is left out and named by warnings(); a GPU that falls off the bus
+// (NVML_ERROR_GPU_IS_LOST) leaves its values out; if no GPU answers, End fails with NVML's reason.
 //
 // Threads: one thread drives it.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "collectors/collector.h"
 #include "collectors/collector_config.h"
 #include "collectors/energy/energy_source.h"
+#include "collectors/gpu/gpu_process_map.h"
+#include "collectors/nvml/nvml_gpm.h"
 #include "collectors/nvml/nvml_library.h"
 
 namespace seqpoint::collectors {
 
 class NvmlCollector : public Collector {
  public:
-  explicit NvmlCollector(NvmlOptions options) : options_(std::move(options)) {}
+  explicit NvmlCollector(NvmlOptions options, NvmlGpm::Options gpm = {})
+      : options_(std::move(options)), gpm_options_(gpm) {}
 
   std::string_view name() const override { return "nvml"; }
   Status Open(const Target& target) override;
@@ -36,13 +50,24 @@ class NvmlCollector : public Collector {
  private:
   struct Device {
     NvmlDevice id;
+    std::string label;  // Sample::device: the UUID (MIG: "<uuid>/gi<G>/ci<C>")
     WrappingCounter energy;
     bool energy_ok = false;
+    std::optional<NvmlGpm> gpm;  // Hopper and later (nvml_gpm.h)
+    std::string gpm_why_not;     // why not, for Describe()
   };
+  void AddDevice(const NvmlDevice& d, std::string label, int gpu_instance);
+  // Process mode: the process's GPUs, if it has any now.
+  void ResolveProcessGpus();
+  void ReadDevice(Device& d, std::vector<Sample>* out, Status* last_error);
+
   NvmlOptions options_;
+  NvmlGpm::Options gpm_options_;
   std::unique_ptr<NvmlLibrary> nvml_;
   std::vector<Device> devices_;
   std::string warnings_;
+  pid_t pid_ = 0;  // > 0: process mode
+  GpuRecheck recheck_;
 };
 
 // Energy source: the sum of every GPU's total energy counter.

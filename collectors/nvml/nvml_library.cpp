@@ -1,11 +1,12 @@
 #include "collectors/nvml/nvml_library.h"
 
-#include "collectors/collector.h"
-
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+
+#include "collectors/collector.h"
 
 namespace seqpoint::collectors {
 namespace {
@@ -33,9 +34,10 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& librar
   lib->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib->handle_ == nullptr) {
     const char* err = dlerror();
-    return NotFound("NVML not present: dlopen(" + library + "): " + (err ? err : "failed") +
-                    " (no NVIDIA driver here: nothing to do on a node without NVIDIA GPUs; on one with "
-                    "them, install the driver or set collectors.nvml.library)");
+    return NotFound(
+        "NVML not present: dlopen(" + library + "): " + (err ? err : "failed") +
+        " (no NVIDIA driver here: nothing to do on a node without NVIDIA GPUs; on one with "
+        "them, install the driver or set collectors.nvml.library)");
   }
   struct Required {
     const char* symbol;
@@ -66,6 +68,17 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& librar
     }
   }
   Resolve(lib->handle_, "nvmlDeviceGetPciInfo_v3", &lib->get_pci_);
+  Resolve(lib->handle_, "nvmlDeviceGetUUID", &lib->get_uuid_);
+  Resolve(lib->handle_, "nvmlDeviceGetName", &lib->get_name_);
+  Resolve(lib->handle_, "nvmlDeviceGetComputeRunningProcesses_v3", &lib->get_processes_);
+  // GPM: all five or none (a driver before R520 has none).
+  bool gpm = Resolve(lib->handle_, "nvmlGpmQueryDeviceSupport", &lib->gpm_query_);
+  gpm = Resolve(lib->handle_, "nvmlGpmSampleAlloc", &lib->gpm_alloc_) && gpm;
+  gpm = Resolve(lib->handle_, "nvmlGpmSampleFree", &lib->gpm_free_) && gpm;
+  gpm = Resolve(lib->handle_, "nvmlGpmSampleGet", &lib->gpm_sample_) && gpm;
+  gpm = Resolve(lib->handle_, "nvmlGpmMetricsGet", &lib->gpm_metrics_get_) && gpm;
+  Resolve(lib->handle_, "nvmlGpmMigSampleGet", &lib->gpm_mig_sample_);  // NVML 12.0+
+  if (!gpm) lib->gpm_metrics_get_ = nullptr;
 
   nvmlReturn_t r = lib->init_();
   if (r != NVML_SUCCESS) {
@@ -86,6 +99,16 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& librar
     if (lib->get_pci_ && lib->get_pci_(d.handle, &pci) == NVML_SUCCESS) {
       pci.busId[sizeof pci.busId - 1] = '\0';
       d.pci = NormalizePci(pci.busId);
+    }
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (lib->get_uuid_ && lib->get_uuid_(d.handle, text, sizeof text) == NVML_SUCCESS) {
+      text[sizeof text - 1] = '\0';
+      d.uuid = text;
+    }
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    if (lib->get_name_ && lib->get_name_(d.handle, name, sizeof name) == NVML_SUCCESS) {
+      name[sizeof name - 1] = '\0';
+      d.name = name;
     }
     lib->devices_.push_back(d);
   }
@@ -131,7 +154,8 @@ Status NvmlLibrary::Check(nvmlReturn_t r, const char* call, const NvmlDevice* d)
 Result<std::vector<NvmlDevice>> NvmlLibrary::Select(const std::string& device) const {
   if (device.empty()) return devices_;
   for (const NvmlDevice& d : devices_) {
-    if (device == std::to_string(d.index) || (!d.pci.empty() && device == d.pci)) {
+    if (device == std::to_string(d.index) || (!d.pci.empty() && device == d.pci) ||
+        (!d.uuid.empty() && device == d.uuid)) {
       return std::vector<NvmlDevice>{d};
     }
   }
@@ -183,6 +207,77 @@ Result<std::vector<nvmlFieldValue_t>> NvmlLibrary::FieldValues(
                    "nvmlDeviceGetFieldValues", &d);
   if (!s.ok()) return s;
   return values;
+}
+
+Result<std::vector<nvmlProcessInfo_t>> NvmlLibrary::ComputeProcesses(const NvmlDevice& d) const {
+  if (get_processes_ == nullptr) {
+    return Unsupported("NVML at " + path_ +
+                       " lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver older than R510): "
+                       "which GPU a process uses is unknown");
+  }
+  // Size, then read; processes come and go between the calls, so retry a few times with room.
+  unsigned count = 0;
+  std::vector<nvmlProcessInfo_t> infos;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    infos.assign(count, nvmlProcessInfo_t{});
+    unsigned n = count;
+    nvmlReturn_t r = get_processes_(d.handle, &n, infos.empty() ? nullptr : infos.data());
+    if (r == NVML_SUCCESS) {
+      infos.resize(std::min<size_t>(n, infos.size()));
+      return infos;
+    }
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) {
+      return Check(r, "nvmlDeviceGetComputeRunningProcesses_v3", &d);
+    }
+    count = n + 8;
+  }
+  return Unavailable("nvmlDeviceGetComputeRunningProcesses_v3 on gpu" + std::to_string(d.index) +
+                     ": the process list kept growing while read");
+}
+
+namespace {
+Status NoGpm(const std::string& path) {
+  return Unsupported("NVML at " + path +
+                     " has no GPM entry points (nvmlGpmMetricsGet: driver older than R520)");
+}
+}  // namespace
+
+Result<bool> NvmlLibrary::GpmSupported(const NvmlDevice& d) const {
+  if (!gpm_symbols()) return NoGpm(path_);
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;  // the raw 1, not NVML_STRUCT_VERSION
+  nvmlReturn_t r = gpm_query_(d.handle, &support);
+  if (r == NVML_ERROR_NOT_SUPPORTED) return false;
+  Status s = Check(r, "nvmlGpmQueryDeviceSupport", &d);
+  if (!s.ok()) return s;
+  return support.isSupportedDevice != 0;
+}
+
+Result<nvmlGpmSample_t> NvmlLibrary::GpmSampleAlloc() const {
+  if (!gpm_symbols()) return NoGpm(path_);
+  nvmlGpmSample_t s = nullptr;
+  Status st = Check(gpm_alloc_(&s), "nvmlGpmSampleAlloc", nullptr);
+  if (!st.ok()) return st;
+  return s;
+}
+
+void NvmlLibrary::GpmSampleFree(nvmlGpmSample_t s) const {
+  if (gpm_free_ != nullptr && s != nullptr) gpm_free_(s);
+}
+
+Status NvmlLibrary::GpmSampleGet(const NvmlDevice& d, int gpu_instance, nvmlGpmSample_t s) const {
+  if (!gpm_symbols()) return NoGpm(path_);
+  if (gpu_instance < 0) return Check(gpm_sample_(d.handle, s), "nvmlGpmSampleGet", &d);
+  if (gpm_mig_sample_ == nullptr) {
+    return Unsupported("NVML at " + path_ + " lacks nvmlGpmMigSampleGet (NVML before 12.0)");
+  }
+  return Check(gpm_mig_sample_(d.handle, static_cast<unsigned>(gpu_instance), s),
+               "nvmlGpmMigSampleGet", &d);
+}
+
+Status NvmlLibrary::GpmMetricsGet(nvmlGpmMetricsGet_t* request) const {
+  if (!gpm_symbols()) return NoGpm(path_);
+  return Check(gpm_metrics_get_(request), "nvmlGpmMetricsGet", nullptr);
 }
 
 }  // namespace seqpoint::collectors

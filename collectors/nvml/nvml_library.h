@@ -22,9 +22,15 @@
 namespace seqpoint::collectors {
 
 struct NvmlDevice {
-  unsigned index = 0;
+  unsigned index = 0;  // NVML's enumeration order: not CUDA's ordinal, not the minor number
   nvmlDevice_t handle = nullptr;
-  std::string pci;  // "0000:01:00.0" (lower case, 4-digit domain) or "" when unknown
+  std::string pci;   // "0000:01:00.0" (lower case, 4-digit domain) or "" when unknown
+  std::string uuid;  // "GPU-..." or "" when this NVML lacks nvmlDeviceGetUUID
+  std::string name;  // "NVIDIA H100 80GB HBM3", or "" when unknown
+  // The stable id series carry: the UUID, else the PCI bus id, else "nvml<index>".
+  std::string id() const {
+    return !uuid.empty() ? uuid : !pci.empty() ? pci : "nvml" + std::to_string(index);
+  }
 };
 
 class NvmlLibrary {
@@ -35,7 +41,7 @@ class NvmlLibrary {
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
 
   const std::vector<NvmlDevice>& devices() const { return devices_; }
-  // "" = all, an index ("0") or a PCI address ("0000:01:00.0").
+  // "" = all, an index ("0"), a PCI address ("0000:01:00.0") or a UUID ("GPU-...").
   Result<std::vector<NvmlDevice>> Select(const std::string& device) const;
 
   Result<uint64_t> TotalEnergyMillijoules(const NvmlDevice& d) const;
@@ -46,6 +52,20 @@ class NvmlLibrary {
   // Fills each value's fieldId from `ids`; per-field failures are in each nvmlReturn.
   Result<std::vector<nvmlFieldValue_t>> FieldValues(const NvmlDevice& d,
                                                     const std::vector<int64_t>& ids) const;
+
+  // Processes with a compute context on the device (nvmlDeviceGetComputeRunningProcesses_v3):
+  // host pids, MIG instance ids. Unsupported when this NVML lacks the _v3 entry point.
+  Result<std::vector<nvmlProcessInfo_t>> ComputeProcesses(const NvmlDevice& d) const;
+
+  // GPM (nvml_api.h). gpm_symbols(): this NVML has the five GPM entry points; without them
+  // each call is Unsupported, naming the driver's missing symbol.
+  bool gpm_symbols() const { return gpm_metrics_get_ != nullptr; }
+  Result<bool> GpmSupported(const NvmlDevice& d) const;
+  Result<nvmlGpmSample_t> GpmSampleAlloc() const;
+  void GpmSampleFree(nvmlGpmSample_t s) const;
+  // gpu_instance < 0: the whole device (or a MIG device handle); else that MIG GPU instance.
+  Status GpmSampleGet(const NvmlDevice& d, int gpu_instance, nvmlGpmSample_t s) const;
+  Status GpmMetricsGet(nvmlGpmMetricsGet_t* request) const;
 
   std::string ErrorText(nvmlReturn_t r) const;
   const std::string& path() const { return path_; }
@@ -71,6 +91,16 @@ class NvmlLibrary {
   nvmlDeviceGetClockInfo_fn get_clock_ = nullptr;
   nvmlDeviceGetMemoryInfo_fn get_memory_ = nullptr;
   nvmlDeviceGetFieldValues_fn get_fields_ = nullptr;
+  // Optional entry points.
+  nvmlDeviceGetUUID_fn get_uuid_ = nullptr;
+  nvmlDeviceGetName_fn get_name_ = nullptr;
+  nvmlDeviceGetComputeRunningProcesses_v3_fn get_processes_ = nullptr;
+  nvmlGpmQueryDeviceSupport_fn gpm_query_ = nullptr;
+  nvmlGpmSampleAlloc_fn gpm_alloc_ = nullptr;
+  nvmlGpmSampleFree_fn gpm_free_ = nullptr;
+  nvmlGpmSampleGet_fn gpm_sample_ = nullptr;
+  nvmlGpmMigSampleGet_fn gpm_mig_sample_ = nullptr;
+  nvmlGpmMetricsGet_fn gpm_metrics_get_ = nullptr;
 };
 
 }  // namespace seqpoint::collectors

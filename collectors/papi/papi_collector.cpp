@@ -186,11 +186,11 @@ Status PapiCollector::Begin() {
     PapiEventSet* set = c.sets[current_group_ % c.sets.size()].get();
     Status s = set->Start();
     if (!s.ok()) {
-      for (PapiEventSet* r : running_) (void)r->Stop();
+      for (auto& [r, component] : running_) (void)r->Stop();
       running_.clear();
       return s.WithContext("papi: component " + c.component_name);
     }
-    running_.push_back(set);
+    running_.push_back({set, &c});
   }
   return Status::Ok();
 }
@@ -199,14 +199,21 @@ Result<std::vector<Sample>> PapiCollector::End() {
   if (running_.empty()) return Internal("papi: End() without Begin()");
   std::vector<Sample> out;
   Status first_error;
-  for (PapiEventSet* set : running_) {
+  for (auto& [set, component] : running_) {
     Result<std::vector<long long>> v = set->Stop();
     if (!v.ok()) {
       if (first_error.ok()) first_error = v.status();
       continue;
     }
     for (size_t i = 0; i < v->size(); ++i) {
-      out.push_back({"papi:" + set->names()[i], static_cast<double>((*v)[i]), "count"});
+      Sample sample{"papi:" + set->names()[i], static_cast<double>((*v)[i]), "count"};
+      // A component that cannot attach to a process (rapl, nvml, net, ...) counts its
+      // device, whichever process asked.
+      if (!component->attached) {
+        sample.scope = SampleScope::kDevice;
+        sample.device = "papi:" + component->component_name;
+      }
+      out.push_back(std::move(sample));
     }
   }
   running_.clear();

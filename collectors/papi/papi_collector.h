@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -57,7 +58,8 @@ class PapiCollector : public Collector {
 
   PapiOptions options_;
   std::vector<ComponentSets> components_;
-  std::vector<PapiEventSet*> running_;
+  // The sets started by Begin(), each with its component (whose scope its samples take).
+  std::vector<std::pair<PapiEventSet*, const ComponentSets*>> running_;
   size_t current_group_ = 0;
   std::string warnings_;
 };

@@ -360,7 +360,8 @@ Result<std::vector<Sample>> PerfCollector::End() {
   }
   if (nhw > 0) {
     const double ratio = hw_enabled == 0 ? 1.0 : static_cast<double>(hw_running) / hw_enabled;
-    out.push_back({"perf:running_ratio", ratio, "ratio"});
+    out.push_back(
+        {"perf:running_ratio", ratio, "ratio", SampleScope::kProcess, SampleKind::kGauge});
   }
   warnings_ = JoinRejected(rejected_);
   if (!lost.empty()) {

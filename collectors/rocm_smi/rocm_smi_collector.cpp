@@ -2,6 +2,8 @@
 
 #include <rocm_smi/rocm_smi.h>
 
+#include "common/clock.h"
+
 namespace seqpoint::collectors {
 namespace {
 
@@ -38,15 +40,46 @@ Status RocmSmiCollector::Open(const Target& target) {
   Close();
   Result<std::unique_ptr<RocmSmiSession>> s = RocmSmiSession::Open(sysfs_root_);
   if (!s.ok()) return s.status();
+  if (target.pid > 0 && target.device.empty()) {
+    session_ = std::move(s).value();
+    pid_ = target.pid;
+    recheck_ = GpuRecheck();
+    ResolveProcessGpus();
+    return Status::Ok();
+  }
   Result<std::vector<RocmSmiDevice>> selected = (*s)->Select(target.device);
   if (!selected.ok()) return selected.status();
   session_ = std::move(s).value();
-  for (const RocmSmiDevice& d : *selected) devices_.push_back({d, WrappingCounter(), false, 0});
+  for (const RocmSmiDevice& d : *selected)
+    devices_.push_back({d, WrappingCounter(), false, 0, d.pci});
   return Status::Ok();
+}
+
+void RocmSmiCollector::ResolveProcessGpus() {
+  if (!recheck_.Due(MonotonicNs())) return;
+  auto gpus = AmdGpusOf(sysfs_root_, pid_);
+  if (!gpus.ok()) {
+    if (!IsAbsent(gpus.status())) {
+      warnings_ +=
+          (warnings_.empty() ? "" : "; ") + ("rocm_smi: which GPUs pid " + std::to_string(pid_) +
+                                             " uses: " + gpus.status().message());
+    }
+    return;
+  }
+  for (const ProcessGpu& g : *gpus) {
+    for (const RocmSmiDevice& d : session_->devices()) {
+      bool known = false;
+      for (const Device& have : devices_) known = known || have.id.index == d.index;
+      if (!known && !g.pci.empty() && d.pci == g.pci) {
+        devices_.push_back({d, WrappingCounter(), false, 0, g.id()});
+      }
+    }
+  }
 }
 
 Status RocmSmiCollector::Begin() {
   if (!session_) return Internal("rocm_smi: Begin() before a successful Open()");
+  if (pid_ > 0 && devices_.empty()) ResolveProcessGpus();
   for (Device& d : devices_) {
     d.energy_ok = false;
     Result<std::pair<uint64_t, double>> e = ReadEnergy(d.id.index);
@@ -57,6 +90,11 @@ Status RocmSmiCollector::Begin() {
 
 Result<std::vector<Sample>> RocmSmiCollector::End() {
   if (!session_) return Internal("rocm_smi: End() before a successful Open()");
+  if (devices_.empty()) {  // process mode, no GPU yet: never measured on every GPU instead
+    return Unavailable("rocm_smi: pid " + std::to_string(pid_) +
+                       " has no KFD context on any AMD GPU yet (looked up again at most once a "
+                       "second)");
+  }
   std::vector<Sample> out;
   warnings_.clear();
   size_t devices_read = 0;
@@ -73,7 +111,8 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
     } else {
       Result<uint64_t> delta = d.energy.Update(e->first);
       if (d.energy_ok && delta.ok()) {
-        out.push_back({p + ":energy", static_cast<double>(*delta) * e->second, "uJ"});
+        out.push_back(DeviceSample(p + ":energy", static_cast<double>(*delta) * e->second, "uJ",
+                                   SampleKind::kDelta, d.label));
       } else if (!delta.ok()) {
         warnings_ += (warnings_.empty() ? "" : "; ") + p + ":energy: " + delta.status().message();
       }
@@ -81,13 +120,15 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
 
     uint64_t power_uw = 0;
     if ((r = rsmi_dev_power_ave_get(d.id.index, 0, &power_uw)) == RSMI_STATUS_SUCCESS) {
-      out.push_back({p + ":power", static_cast<double>(power_uw) * 1e-6, "W"});
+      out.push_back(DeviceSample(p + ":power", static_cast<double>(power_uw) * 1e-6, "W",
+                                 SampleKind::kGauge, d.label));
     } else {
       Note(&warnings_, &held, p + ":power", r);
     }
     uint32_t busy = 0;
     if ((r = rsmi_dev_busy_percent_get(d.id.index, &busy)) == RSMI_STATUS_SUCCESS) {
-      out.push_back({p + ":busy", static_cast<double>(busy), "%"});
+      out.push_back(
+          DeviceSample(p + ":busy", static_cast<double>(busy), "%", SampleKind::kGauge, d.label));
     } else {
       Note(&warnings_, &held, p + ":busy", r);
     }
@@ -98,7 +139,8 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
       r = rsmi_dev_gpu_clk_freq_get(d.id.index, type, &f);
       if (r == RSMI_STATUS_SUCCESS && f.current < f.num_supported &&
           f.current < RSMI_MAX_NUM_FREQUENCIES) {
-        out.push_back({p + suffix, static_cast<double>(f.frequency[f.current]) * 1e-6, "MHz"});
+        out.push_back(DeviceSample(p + suffix, static_cast<double>(f.frequency[f.current]) * 1e-6,
+                                   "MHz", SampleKind::kGauge, d.label));
       } else {
         Note(&warnings_, &held, p + suffix,
              r == RSMI_STATUS_SUCCESS ? RSMI_STATUS_UNEXPECTED_DATA : r);
@@ -107,14 +149,16 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
     uint64_t vram = 0;
     if ((r = rsmi_dev_memory_usage_get(d.id.index, RSMI_MEM_TYPE_VRAM, &vram)) ==
         RSMI_STATUS_SUCCESS) {
-      out.push_back({p + ":vram_used", static_cast<double>(vram), "bytes"});
+      out.push_back(DeviceSample(p + ":vram_used", static_cast<double>(vram), "bytes",
+                                 SampleKind::kGauge, d.label));
     } else {
       Note(&warnings_, &held, p + ":vram_used", r);
     }
     int64_t temp = 0;
     if ((r = rsmi_dev_temp_metric_get(d.id.index, RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_CURRENT, &temp)) ==
         RSMI_STATUS_SUCCESS) {
-      out.push_back({p + ":temp_edge", static_cast<double>(temp) * 1e-3, "C"});
+      out.push_back(DeviceSample(p + ":temp_edge", static_cast<double>(temp) * 1e-3, "C",
+                                 SampleKind::kGauge, d.label));
     } else {
       Note(&warnings_, &held, p + ":temp_edge", r);
     }
@@ -130,6 +174,7 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
 
 void RocmSmiCollector::Close() {
   devices_.clear();
+  pid_ = 0;
   session_.reset();
 }
 

@@ -12,8 +12,22 @@
 //                  "go" (after the agent attached) and wait on a condition variable between
 //                  iterations, as a trainer's compute pool does
 //   --work-us U    CPU each thread burns per iteration (default 1000)
+//   --storm S      S more threads per iteration, created after the begin marker and joined
+//                  before the end marker, each burning --storm-us (default 200) of CPU: a
+//                  thread storm (40 iterations x 25 = 1,000 threads)
+//   --spinner K    from iteration K on, one more thread, created mid-iteration, that never
+//                  blocks: it is on a CPU at every later probe (an OpenMP pool spinning)
+//   --exec-after K after iteration K, a helper thread (not main) execs this program again with
+//                  the remaining iterations (--first K+1 --wait): the exec'ing thread takes
+//                  main's tid, and the new image says "ready" and waits for its "go" again
+//   --first F      the first iteration's index (default 0)
 //   --wait         print "ready <pid>" and wait for a line on stdin before starting
-// Prints "cpu <iter> <ns>" per iteration, then "done <iterations>".
+// Prints "cpu <iter> <ns>" per iteration, then "all <iter> <ns>" per iteration: every thread's
+// CPU time inside the iteration read by main at the markers through the threads' own CPU clocks
+// (pthread_getcpuclockid: exact for a thread on another CPU too, kernel/sched/core.c
+// task_sched_runtime), plus the lifetimes of the storm threads; then "done <iterations>".
+// With --exec-after, "exec <pid>" before the exec.
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,11 +86,30 @@ void Helper(Pool* pool, uint64_t work_us) {
   }
 }
 
+uint64_t ClockOf(pthread_t thread) {
+  clockid_t clock;
+  if (pthread_getcpuclockid(thread, &clock) != 0) return 0;
+  return CpuNs(clock);
+}
+
+std::atomic<bool> spin_stop{false};
+
+void Spinner() {
+  volatile uint64_t sink = 0;
+  while (!spin_stop.load(std::memory_order_relaxed)) sink = sink + 1;
+}
+
+void StormThread(uint64_t work_us, std::atomic<uint64_t>* lifetimes) {
+  Burn(work_us);
+  *lifetimes += CpuNs(CLOCK_THREAD_CPUTIME_ID);  // its whole life so far, from 0 at creation
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t iters = 20, work_us = 1000;
-  int threads = 0;
+  uint64_t iters = 20, work_us = 1000, storm_us = 200, first = 0;
+  int threads = 0, storm = 0;
+  long spinner_at = -1, exec_after = -1;
   bool wait = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -87,6 +120,16 @@ int main(int argc, char** argv) {
       threads = std::atoi(v), ++i;
     } else if (a == "--work-us") {
       work_us = std::strtoull(v, nullptr, 10), ++i;
+    } else if (a == "--storm") {
+      storm = std::atoi(v), ++i;
+    } else if (a == "--storm-us") {
+      storm_us = std::strtoull(v, nullptr, 10), ++i;
+    } else if (a == "--spinner") {
+      spinner_at = std::atol(v), ++i;
+    } else if (a == "--exec-after") {
+      exec_after = std::atol(v), ++i;
+    } else if (a == "--first") {
+      first = std::strtoull(v, nullptr, 10), ++i;
     } else if (a == "--wait") {
       wait = true;
     } else {
@@ -101,12 +144,22 @@ int main(int argc, char** argv) {
     if (std::fgets(line, sizeof line, stdin) == nullptr) return 1;
   }
   std::vector<std::atomic<uint64_t>> cpu(iters);  // round it + 1 is iteration it
+  std::vector<uint64_t> all(iters);
   Pool pool;
   pool.cpu = &cpu;
   std::vector<std::thread> helpers;
   for (int t = 0; t < threads; ++t) helpers.emplace_back(Helper, &pool, work_us);
-  for (uint64_t it = 0; it < iters; ++it) {
+  std::thread spinner;
+  // Every live thread's CPU clock, read by main: a thread on another CPU is read up to now.
+  auto all_threads = [&] {
+    uint64_t sum = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    for (std::thread& h : helpers) sum += ClockOf(h.native_handle());
+    if (spinner.joinable()) sum += ClockOf(spinner.native_handle());
+    return sum;
+  };
+  for (uint64_t it = first; it < iters; ++it) {
     SEQPOINT_ITERATION_BEGIN(it, 16 + it % 3, 4, 64);
+    const uint64_t begin_all = all_threads();
     const uint64_t begin = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     {
       std::lock_guard<std::mutex> lock(pool.mu);
@@ -114,26 +167,65 @@ int main(int argc, char** argv) {
       ++pool.round;
     }
     pool.cv.notify_all();
+    std::atomic<uint64_t> lifetimes{0};
+    std::vector<std::thread> storm_threads;
+    for (int s = 0; s < storm; ++s) storm_threads.emplace_back(StormThread, storm_us, &lifetimes);
+    bool spinner_born = false;
+    if (static_cast<long>(it) == spinner_at) {
+      spinner = std::thread(Spinner);  // mid-iteration: after the begin marker
+      spinner_born = true;
+    }
     Burn(work_us);
+    for (std::thread& t : storm_threads) t.join();
     {
       std::unique_lock<std::mutex> lock(pool.mu);
-      pool.cv.wait(lock, [&] { return pool.pending == 0; });
+      pool.cv.wait(lock, [&] { return pool.pending == 0 || threads == 0; });
     }
     cpu[it] += CpuNs(CLOCK_THREAD_CPUTIME_ID) - begin;
+    // A spinner born in this iteration had no clock at begin: its whole life is inside.
+    all[it] = all_threads() - begin_all + lifetimes.load();
+    (void)spinner_born;
     SEQPOINT_ITERATION_END(it);
     usleep(200);  // between iterations, as a trainer loads its next batch
+    if (static_cast<long>(it) == exec_after) {
+      for (uint64_t i = first; i <= it; ++i) {
+        std::printf("cpu %llu %llu\nall %llu %llu\n", static_cast<unsigned long long>(i),
+                    static_cast<unsigned long long>(cpu[i].load()),
+                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(all[i]));
+      }
+      std::printf("exec %d\n", static_cast<int>(getpid()));
+      std::fflush(stdout);
+      // A helper, not main, calls exec: fs/exec.c de_thread gives it main's tid.
+      std::vector<std::string> args{
+          "/proc/self/exe",        "--iters",   std::to_string(iters),   "--threads",
+          std::to_string(threads), "--work-us", std::to_string(work_us), "--first",
+          std::to_string(it + 1),  "--wait"};
+      std::thread execer([&] {
+        std::vector<char*> cargs;
+        for (std::string& s : args) cargs.push_back(s.data());
+        cargs.push_back(nullptr);
+        execv("/proc/self/exe", cargs.data());
+        std::perror("execv");
+        std::_Exit(3);
+      });
+      execer.join();  // not reached: exec ends every other thread
+    }
   }
+  spin_stop = true;
+  if (spinner.joinable()) spinner.join();
   {
     std::lock_guard<std::mutex> lock(pool.mu);
     pool.stop = true;
   }
   pool.cv.notify_all();
   for (std::thread& t : helpers) t.join();
-  for (uint64_t it = 0; it < iters; ++it) {
+  for (uint64_t it = first; it < iters; ++it) {
     std::printf("cpu %llu %llu\n", static_cast<unsigned long long>(it),
                 static_cast<unsigned long long>(cpu[it].load()));
+    std::printf("all %llu %llu\n", static_cast<unsigned long long>(it),
+                static_cast<unsigned long long>(all[it]));
   }
-  std::printf("done %llu\n", static_cast<unsigned long long>(iters));
+  std::printf("done %llu\n", static_cast<unsigned long long>(iters - first));
   std::fflush(stdout);
   return 0;
 }

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
-#include "agent/testing/seqpointd_process.h"
 #include "agent/store/store.h"
+#include "agent/testing/seqpointd_process.h"
 #include "agent/testing/test_harness.h"
 
 using namespace seqpoint::daemon;
@@ -58,21 +58,22 @@ TEST_CASE("agent seqpointd: --check-config accepts a good file and names the key
 
 TEST_CASE("agent seqpointd: --check-config refuses a misspelt perf event, naming the nearest") {
   TempDir dir;
-  auto [bad, out] = RunToExit(
-      "--check-config --config " +
-      dir.Write("perf.toml", "[collectors.perf]\nevents = [\"task-clok\"]\n"));
+  auto [bad, out] =
+      RunToExit("--check-config --config " +
+                dir.Write("perf.toml", "[collectors.perf]\nevents = [\"task-clok\"]\n"));
   CHECK(bad == 2);
   CHECK(out.find("perf.toml:2:11: key 'collectors.perf.events': unknown perf event "
                  "\"task-clok\"; nearest valid name: \"task-clock\"") != std::string::npos);
-  auto [good, good_out] = RunToExit(
-      "--check-config --config " +
-      dir.Write("ok.toml", "[collectors.perf]\nevents = [\"task-clock\", \"r00c0\"]\n"));
+  auto [good, good_out] =
+      RunToExit("--check-config --config " +
+                dir.Write("ok.toml", "[collectors.perf]\nevents = [\"task-clock\", \"r00c0\"]\n"));
   CHECK(good == 0);
-  auto [action, action_out] = RunToExit(
-      "--check-config --config " +
-      dir.Write("action.toml", "[runs]\nobserver_effect_action = \"dorp\"\n"));
+  auto [action, action_out] =
+      RunToExit("--check-config --config " +
+                dir.Write("action.toml", "[runs]\nobserver_effect_action = \"dorp\"\n"));
   CHECK(action == 2);
-  CHECK(action_out.find("action.toml:2:26: key 'runs.observer_effect_action'") != std::string::npos);
+  CHECK(action_out.find("action.toml:2:26: key 'runs.observer_effect_action'") !=
+        std::string::npos);
 }
 
 TEST_CASE("agent seqpointd: a directory, /dev/zero or a FIFO as --config exits 2 at once") {
@@ -102,7 +103,8 @@ TEST_CASE("agent seqpointd: a damaged state.db is moved aside and said, with no 
   CHECK(d.Log().find("was damaged") != std::string::npos);
   CHECK(d.Log().find("moved it aside to '" + dir.File("state/state.db.corrupt-")) !=
         std::string::npos);
-  CHECK(d.Metrics().find("seqpoint_store_recoveries_total 1") != std::string::npos);
+  CHECK(d.Metrics().find("seqpoint_store_recoveries_total{reason=\"damaged\"} 1") !=
+        std::string::npos);
   d.Signal(SIGTERM);
   CHECK(d.Wait() == 0);
 }
@@ -120,15 +122,16 @@ TEST_CASE("agent seqpointd: a state directory and state.db it creates are privat
   CHECK((st.st_mode & 0777) == 0700);
   REQUIRE(stat(dir.File("state/state.db").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(d.Metrics().find("seqpoint_store_recoveries_total 0") != std::string::npos);
+  CHECK(d.Metrics().find("seqpoint_store_recoveries_total{reason=\"damaged\"} 0") !=
+        std::string::npos);
   d.Signal(SIGTERM);
   CHECK(d.Wait() == 0);
 }
 
 TEST_CASE("agent seqpointd: a second daemon on the same state directory exits, naming the first") {
   TempDir dir;
-  Seqpointd first(dir, {"--replay", RecordedTrace() + "@job", "--replay-rows", "50",
-                        "--replay-no-exit"},
+  Seqpointd first(dir,
+                  {"--replay", RecordedTrace() + "@job", "--replay-rows", "50", "--replay-no-exit"},
                   "first.log");
   REQUIRE(first.Ready());
   json status = first.Request("status");
@@ -174,7 +177,8 @@ TEST_CASE("agent seqpointd: SIGHUP reloads, a bad file is refused and the old co
   REQUIRE(d.Ready());
   dir.Write("seqpointd.toml", "[daemon]\nlog_level = \"info\"\nbogus = 1\n");
   d.Signal(SIGHUP);
-  REQUIRE(WaitFor([&] { return d.Log().find("reload failed") != std::string::npos; }));
+  REQUIRE(
+      WaitFor([&] { return d.Log().find("failed, nothing was changed") != std::string::npos; }));
   CHECK(d.Log().find("unknown key 'daemon.bogus'") != std::string::npos);
   CHECK(d.Metrics().find("seqpoint_config_reloads_total 0") != std::string::npos);
   dir.Write("seqpointd.toml", "[daemon]\nlog_level = \"debug\"\n[runs]\nbudget = 10\n");

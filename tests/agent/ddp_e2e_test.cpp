@@ -1,6 +1,7 @@
 // seqpointd on a real data-parallel PyTorch job: examples/launch_ddp.py starts 2 ranks of
 // examples/train_torch.py --ddp (gloo on CPU, gradients all-reduced every iteration) with
-// torchrun's environment; the ranks are marked with seqpoint_probe. The daemon must see one
+// torchrun's environment; the ranks are marked with seqpoint_probe (2- and 4-rank jobs on a
+// replayed GPU energy table check step energy, at the end of this file). The daemon must see one
 // run of 2 ranks whose steps are the ranks' iterations joined, and its projections must agree
 // with the ranks' own measurements: the step time (first rank's begin to last rank's end, from
 // each rank's CLOCK_MONOTONIC stamps) and the CPU time summed over the ranks against
@@ -14,6 +15,8 @@
 #include <fstream>
 #include <map>
 
+#include "agent/energy/energy_sampler.h"
+#include "agent/testing/gpu_energy_fixture.h"
 #include "agent/testing/seqpointd_process.h"
 #include "agent/testing/training_child.h"
 #include "common/trace_csv.h"
@@ -88,7 +91,7 @@ TEST_CASE("agent ddp e2e: a 2-rank gloo job under torchrun's environment is one 
   const uint64_t steps = run["iterations"];
   const uint64_t missed = run["unobserved"];
   CHECK(steps + missed == kIterations);
-  CHECK(missed <= 5);
+  CHECK_MESSAGE(missed <= 5, d.Log());
   CHECK(d.Log().find("is data-parallel") != std::string::npos);
 
   // The ranks' own measurements, joined into the same steps.
@@ -174,4 +177,115 @@ TEST_CASE("agent ddp e2e: a rank that dies mid-run: the run goes on with the res
   CHECK_MESSAGE(
       log.find("in the middle of an iteration; the run goes on with 1 rank") != std::string::npos,
       log);
+}
+
+// Step energy (issue: a DDP run's energy came out k times too low, and each rank's GPU reading
+// was added k times): the test plays the GPU firmware (the real RX 6900 XT gpu_metrics table,
+// its accumulator advanced at a known power), and a k-rank gloo job runs. Each device is
+// counted once: a measured step's energy is the node's over the step (power x the step's time,
+// from the first rank's begin to the last rank's end), and the run's energy is the node's over
+// its steps, not 1/k of it.
+static void CheckStepEnergy(int ranks) {
+  constexpr int kIterations = 60;
+  GpuEnergyNode node;
+  const double watts = 300;
+  GpuFirmware firmware(node, watts);
+  TempDir dir;
+  const std::string config = dir.Write("seqpointd.toml", R"(
+[runs]
+energy_sample_interval_ms = 10
+[collectors]
+perf.events = ["task-clock"]
+sysfs_root = ")" + node.sys + R"("
+[collectors.energy]
+sources = ["gpu_metrics"]
+)");
+  Seqpointd d(dir, {"--config", config}, "seqpointd.log");
+  REQUIRE_MESSAGE(d.Ready(), d.Log());
+  const std::string job = "ddp-energy-" + std::to_string(ranks) + "-" + std::to_string(getpid());
+  const std::string key = "torchrun:" + job;
+  {
+    TrainingChild launch(
+        key,
+        {"/usr/bin/python3", SourceDir() + "/examples/launch_ddp.py", "--ranks",
+         std::to_string(ranks), "--style", "torchrun", "--job-id", job, "--", "/usr/bin/python3",
+         SourceDir() + "/examples/train_torch.py", "--ddp", "--iterations",
+         std::to_string(kIterations), "--hidden", "32", "--trace", dir.File("rank{rank}.csv")},
+        StderrTo(dir.File("train.log")));
+    WaitFor([&] { return d.Show(key).is_object(); });
+    firmware.ResetLag();
+    int status = launch.Wait();
+    REQUIRE_MESSAGE(WIFEXITED(status), ReadFile(dir.File("train.log")));
+    REQUIRE_MESSAGE(WEXITSTATUS(status) == 0, ReadFile(dir.File("train.log")));
+  }
+  json run = d.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  CHECK(run["pids"].size() == static_cast<size_t>(ranks));
+  size_t others = 0;
+  for (const json& other : d.Request("runs", true)["runs"]) others += other["key"] != key;
+  const bool alone = others == 0;
+  if (!alone) MESSAGE(others << " other runs shared the node: their overlap has no energy");
+  json status = d.Request("status");
+  const bool sampler_missed =
+      status["energy"].value("slow_reads", 0) > 0 || status["energy"].value("failures", 0) > 0;
+  ControlRequest r;
+  r.cmd = "report";
+  r.run = key;
+  auto report = SendControlRequest(dir.path() + "/run/control.sock", r);
+  REQUIRE(report.ok());
+  // Each end of a step is off by at most the counter's lag plus half the longest read the
+  // sampler keeps, and by a count of the accumulator.
+  const double bound_uj =
+      watts * static_cast<double>(firmware.max_lag_ns() + EnergySampler::kMaxReadNs / 2) * 1e-3 +
+      2 * node.count_uj();
+  std::map<uint64_t, std::pair<double, double>> by_step;  // step -> (time_ns, energy_uj)
+  for (const json& m : (*report)["measurements"]) {
+    if (m["metric"] == "time_ns") by_step[m["iter"]].first = m["value"];
+    if (m["metric"] == "energy_uj") by_step[m["iter"]].second = m["value"];
+  }
+  size_t checked = 0, missing = 0;
+  double worst_ratio = 1;
+  for (const auto& [step, te] : by_step) {
+    if (te.first <= 0) continue;
+    if (te.second <= 0) {
+      ++missing;
+      CHECK_MESSAGE((!alone || sampler_missed), "step " << step << " has no energy");
+      continue;
+    }
+    const double node_uj = watts * te.first * 1e-3;  // the node's energy over the step
+    const double ratio = te.second / node_uj;
+    if (std::fabs(ratio - 1) > std::fabs(worst_ratio - 1)) worst_ratio = ratio;
+    CHECK_MESSAGE(std::fabs(te.second - node_uj) <= bound_uj,
+                  "step " << step << ": " << te.second << " uJ against the node's " << node_uj
+                          << " uJ (x" << ratio << "; 1/" << ranks << " would be the old bug)");
+    ++checked;
+  }
+  MESSAGE(ranks << " ranks: " << checked << " measured steps, step energy / node energy worst x"
+                << worst_ratio << " (bound " << bound_uj << " uJ per step)");
+  if (!alone && checked < 5) return;  // the node was shared for most of the run
+  CHECK(checked >= 5);
+  if (!alone) return;  // the totals need every step to have its energy
+  CHECK(missing * 10 <= by_step.size());
+  json show = d.Show(key);
+  REQUIRE(show["projections"].contains("energy_uj"));
+  const double actual_e = show["projections"]["energy_uj"]["actual"];
+  const double actual_t = show["projections"]["time_ns"]["actual"];
+  const uint64_t steps = run["iterations"];
+  // The run's energy is the node's over its steps (each device once, never divided by ranks).
+  MESSAGE("run: " << steps << " steps, energy " << actual_e * 1e-6 << " J, node's power x step "
+                  << "time " << watts * actual_t * 1e-9 << " J (x"
+                  << actual_e / (watts * actual_t * 1e-3) << ")");
+  if (!sampler_missed) {
+    CHECK(std::fabs(actual_e - watts * actual_t * 1e-3) <= static_cast<double>(steps) * bound_uj);
+  }
+}
+
+TEST_CASE("agent ddp e2e: a 2-rank job's step energy is the node's energy over each step") {
+  if (!CanRun()) return;
+  CheckStepEnergy(2);
+}
+
+TEST_CASE("agent ddp e2e: a 4-rank job's step energy is the node's energy over each step") {
+  if (!CanRun()) return;
+  CheckStepEnergy(4);
 }

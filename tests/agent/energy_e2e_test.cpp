@@ -34,44 +34,7 @@ namespace {
 
 std::string Workload() { return BinaryDir() + "/probes/testing/usdt_workload"; }
 
-// The firmware: the accumulator follows power x elapsed time, updated every ~1 ms.
-class Firmware {
- public:
-  Firmware(const GpuEnergyNode& node, double watts)
-      : node_(node), watts_(watts), t0_(MonotonicNowNs()) {
-    thread_ = std::thread([this] {
-      // Real firmware updates on its own clock: as root, keep this one on time on a loaded
-      // machine too (best effort; the bound below uses the lag that really happened).
-      sched_param sp{};
-      sp.sched_priority = 10;
-      (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-      uint64_t prev_value_at = t0_;
-      while (!stop_) {
-        const uint64_t value_at = MonotonicNowNs();
-        node_.SetMicrojoules(watts_ * static_cast<double>(value_at - t0_) * 1e-3);
-        const uint64_t done = MonotonicNowNs();
-        // Until this update landed, readers saw the value of prev_value_at.
-        max_lag_ns_ = std::max<uint64_t>(max_lag_ns_, done - prev_value_at);
-        prev_value_at = value_at;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    });
-  }
-  ~Firmware() {
-    stop_ = true;
-    thread_.join();
-  }
-  uint64_t max_lag_ns() const { return max_lag_ns_; }
-  void ResetLag() { max_lag_ns_ = 0; }  // from now on (the first write lags the thread start)
-
- private:
-  const GpuEnergyNode& node_;
-  double watts_;
-  uint64_t t0_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> max_lag_ns_{0};
-  std::thread thread_;
-};
+using Firmware = GpuFirmware;
 
 }  // namespace
 
@@ -159,8 +122,8 @@ sources = ["gpu_metrics"]
   std::vector<double> errors;
   // An iteration may go without energy only when the sampler says why: a read it had to leave
   // out (slow: the daemon was starved of CPU) or that failed. Never silently, never many.
-  const bool sampler_missed = status["energy"].value("slow_reads", 0) > 0 ||
-                              status["energy"].value("failures", 0) > 0;
+  const bool sampler_missed =
+      status["energy"].value("slow_reads", 0) > 0 || status["energy"].value("failures", 0) > 0;
   size_t missing = 0;
   for (const auto& [iter, te] : by_iter) {
     if (te.first <= 0) continue;

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The agent on a real NVIDIA GPU, in one command, for a machine that has the GPU, its driver,
+# PyTorch (with CUDA) and nothing else of ours: no build, no package registry.
+#
+#   bench/gpu/prove.sh [--bundle seqpoint-*.tar.gz] [--seconds-per-sl S]      (as root)
+#
+# 1. unpacks the bundle (packaging/bundle.sh; default: the newest bench/gpu/seqpoint-*.tar.gz,
+#    else one made from ./build) into a temporary directory;
+# 2. checks the kernel's eBPF features the probes need and says what is missing;
+# 3. finds the GPU, or stops there: "no NVIDIA GPU: stopping before the GPU steps" (exit 3);
+# 4. starts the bundled seqpointd (state in the temporary directory) with the cudnn9-rnn preset;
+# 5. trains for real on CUDA (bench/gpu/train_gpu.py): a GRU encoder-decoder through cuDNN with no
+#    change to its code (zero-code), then a small transformer marked with the Python module,
+#    each in fixed-SL phases of S seconds (default 15: about 2 x 4 x 15 s of training);
+# 6. prints, per run: iterations seen against the trainer's and SLs exact; which GPU the run was
+#    measured on (UUID) against the trainer's own; GPM values per SeqPoint beside NVML's; every
+#    projection against the trainer's own CUDA-event-timed iterations and NVML energy.
+# Finishes in under 8 minutes (each step has a deadline). Exit: 0 done, 1 failure, 2 usage,
+# 3 no NVIDIA GPU (everything before the GPU steps ran).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bundle=""
+per_sl=15
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle=${2:?--bundle needs a file}; shift 2 ;;
+    --seconds-per-sl) per_sl=${2:?}; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "prove: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+t0=$(date +%s)
+say() { printf 'prove [%3ds] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+work=$(mktemp -d /tmp/seqpoint-prove.XXXXXX)
+daemon=""
+cleanup() {
+  if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  [ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# 1. The bundle.
+if [ -z "$bundle" ]; then
+  bundle=$(ls -t "$here"/seqpoint-*.tar.gz 2>/dev/null | head -1 || true)
+fi
+if [ -z "$bundle" ] && [ -x "$root/build/agent/daemon/seqpointd" ]; then
+  say "no bundle given: making one from $root/build"
+  bundle=$("$root/packaging/bundle.sh" "$root/build" "$work" | tail -1)
+fi
+[ -n "$bundle" ] && [ -f "$bundle" ] || {
+  echo "prove: no bundle: pass --bundle FILE (made by packaging/bundle.sh) or put one in $here" >&2; exit 2; }
+mkdir -p "$work/agent"
+tar -C "$work/agent" --strip-components=1 -xzf "$bundle"
+agent=$work/agent
+(cd "$agent" && sha256sum --quiet -c MANIFEST) || { echo "prove: $bundle is damaged (MANIFEST)" >&2; exit 1; }
+say "bundle $(basename "$bundle") unpacked in $agent"
+
+# 2. eBPF features the probes need (probes/README.md).
+missing=0
+check() {
+  local what=$1 cond=$2 why=$3
+  if eval "$cond"; then say "ebpf ok: $what"; else say "ebpf MISSING: $what ($why)"; missing=$((missing + 1)); fi
+}
+kver=$(uname -r | sed 's/^\([0-9]*\)\.\([0-9]*\).*/\1 \2/')
+check "root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)" '[ "$(id -u)" = 0 ]' "run with sudo"
+check "kernel >= 5.15 (BPF cookies, ring buffers)" \
+  'set -- $kver; [ "$1" -gt 5 ] || { [ "$1" -eq 5 ] && [ "$2" -ge 15 ]; }' "kernel $(uname -r)"
+check "kernel BTF /sys/kernel/btf/vmlinux" '[ -r /sys/kernel/btf/vmlinux ]' \
+  "a kernel built with CONFIG_DEBUG_INFO_BTF"
+check "bpffs at /sys/fs/bpf (probes kept across daemon restarts)" \
+  'grep -q " /sys/fs/bpf bpf " /proc/mounts' "mount -t bpf bpf /sys/fs/bpf; optional"
+check "kernel lockdown not confidentiality" \
+  '! grep -q "\[confidentiality\]" /sys/kernel/security/lockdown 2>/dev/null' \
+  "lockdown=confidentiality forbids the probes' user-memory reads"
+[ "$missing" = 0 ] || say "$missing eBPF feature(s) missing: iterations cannot be probed here"
+
+# 3. The GPU.
+gpu=""
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  gpu=$(nvidia-smi -L | head -1)
+elif ls /proc/driver/nvidia/gpus/* >/dev/null 2>&1; then
+  gpu="NVIDIA GPU at $(ls /proc/driver/nvidia/gpus | head -1)"
+fi
+cuda=$(python3 -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
+if [ -z "$gpu" ] || [ "$cuda" != 1 ]; then
+  say "no NVIDIA GPU: stopping before the GPU steps (driver: ${gpu:-none}; torch.cuda: $cuda)"
+  exit 3
+fi
+[ "$missing" = 0 ] || { say "stopping: the eBPF features above are missing"; exit 1; }
+say "GPU: $gpu"
+
+# 4. seqpointd, private to this proof.
+cat > "$work/seqpointd.toml" <<TOML
+[probes]
+zero_code = ["cudnn9-rnn"]
+[runs]
+budget_per_doubling = 16
+TOML
+export SEQPOINT_CONTROL_SOCKET="$work/run/control.sock"
+sp="$agent/bin/seqpoint"
+"$agent/bin/seqpointd" --config "$work/seqpointd.toml" --state-dir "$work/state" \
+  --runtime-dir "$work/run" --metrics-listen 127.0.0.1:0 2>"$work/seqpointd.log" &
+daemon=$!
+for _ in $(seq 100); do "$sp" status >/dev/null 2>&1 && break; sleep 0.1; done
+"$sp" status >/dev/null || { cat "$work/seqpointd.log"; echo "prove: seqpointd did not start" >&2; exit 1; }
+say "seqpointd running (pid $daemon)"
+
+# 5. Training, each model under a deadline (the whole proof stays under 8 minutes).
+budget=$(( 4 * per_sl + 60 ))
+for model in gru transformer; do
+  say "training $model on CUDA: 4 SLs x ${per_sl}s"
+  SEQPOINT_RUN_ID="prove-$model" PYTHONPATH="$agent/python" \
+    timeout "$budget" python3 "$here/train_gpu.py" "$model" --out "$work/$model.csv" \
+    --seconds-per-sl "$per_sl" > "$work/$model.log" 2>&1 ||
+    { tail -20 "$work/$model.log"; echo "prove: the $model trainer failed" >&2; exit 1; }
+done
+sleep 2  # the daemon's last poll
+
+# 6. What the agent saw against what the trainers measured themselves.
+"$sp" runs --json > "$work/runs.json"
+for model in gru transformer; do
+  run=$(python3 -c 'import json,sys
+runs = json.load(open(sys.argv[1])).get("runs", [])
+m = [r for r in runs if sys.argv[2] in json.dumps(r)]
+print((m or [{}])[-1].get("id", ""))' "$work/runs.json" "prove-$model")
+  if [ -z "$run" ]; then say "$model: NO RUN seen by the agent (see $work/seqpointd.log)"; continue; fi
+  "$sp" show "$run" --json > "$work/$model.show.json"
+  "$sp" report "$run" --json > "$work/$model.report.json" 2>/dev/null || echo '{}' > "$work/$model.report.json"
+  python3 "$here/prove_report.py" "$model" "$work/$model.csv" "$work/$model.show.json" \
+    "$work/$model.report.json"
+done
+say "done in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""bench/gpu/prove.sh's comparison of one run: the agent's view against the trainer's own.
+
+  prove_report.py MODEL TRAINER_CSV SHOW_JSON [REPORT_JSON]
+
+Prints: iterations and SLs (the agent's histogram against the trainer's CSV, per SL); which
+GPU the run was measured on (the device of its nvml samples) against the trainer's UUID; GPM
+values per SeqPoint beside NVML's; each projection against the trainer's own total (time from
+its CUDA events; energy from NVML per phase). Keys missing from the agent's JSON are reported
+as missing, never guessed.
+"""
+import collections
+import csv
+import json
+import sys
+
+
+def main():
+    model, trainer_csv, show_json = sys.argv[1:4]
+    report = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+    rows = list(csv.DictReader(open(trainer_csv)))
+    show = json.load(open(show_json))
+    want = collections.Counter(int(r["seq_len"]) for r in rows)
+    got = collections.Counter()
+    for b in show.get("histogram", []):
+        got[int(b["seq_len"])] += int(b["count"])
+    print("== %s: %d iterations by the trainer, %d seen by the agent" %
+          (model, sum(want.values()), sum(got.values())))
+    exact = True
+    for sl in sorted(set(want) | set(got)):
+        ok = want[sl] == got[sl]
+        exact &= ok
+        print("   SL %5d: trainer %5d  agent %5d  %s" % (sl, want[sl], got[sl], "exact" if ok else "DIFFERENT"))
+    print("   iterations and SLs: %s" % ("EXACT" if exact else "NOT EXACT"))
+    uuid = rows[0]["gpu_uuid"] if rows else ""
+    devices = sorted({m.get("device", "") for m in report.get("measurements", [])
+                      if str(m.get("metric", "")).startswith("nvml:")} - {""})
+    print("   GPU: trainer on %s; agent measured %s" % (uuid or "?", ", ".join(devices) or "(no device in the report)"))
+    # GPM beside NVML per SeqPoint (from the report's measurements, when it lists them).
+    per_sp = collections.defaultdict(dict)
+    for m in report.get("measurements", []):
+        name = str(m.get("metric", ""))
+        if name.startswith("nvml:"):
+            per_sp[m.get("seq_len", "?")][name.split(":", 2)[-1]] = m.get("value")
+    for sl in sorted(per_sp, key=str):
+        v = per_sp[sl]
+        gpm = {k: v[k] for k in ("sm_active", "tensor_active", "dram_active", "fp32_active") if k in v}
+        nvml = {k: v[k] for k in ("util_gpu", "power", "sm_clock") if k in v}
+        print("   SL %s: GPM %s | NVML %s" % (sl, gpm or "(none: window < 2 s or not Hopper+)", nvml))
+    time_ms = sum(float(r["cuda_ms"]) for r in rows)
+    energy_mj = sum(float(r["phase_energy_mj"]) for r in rows if r["phase_energy_mj"])
+    for metric, p in show.get("projections", {}).items():
+        total, low, high = p.get("total"), p.get("low"), p.get("high")
+        own = ""
+        if metric == "time_ns":
+            own = "trainer's CUDA events %.3f s (%+.1f%%)" % (time_ms / 1e3, 100 * (total / 1e9 - time_ms / 1e3) / (time_ms / 1e3))
+        elif metric.endswith(":energy") and energy_mj:
+            own = "trainer's NVML %.1f J (%+.1f%%)" % (energy_mj / 1e3, 100 * (total / 1e6 - energy_mj / 1e3) / (energy_mj / 1e3))
+        print("   projection %-28s %14.6g [%s, %s] %s" % (metric, total, low, high, own))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Do the online projections' 95% intervals cover the truth? One command, >= 30 runs.
+
+Usage: bench/interval_coverage.py [--seqpoint build/agent/cli/seqpoint] [--runs-per-trace 10]
+                                  [--million] [--json OUT]
+
+Runs `seqpoint evaluate --online --json` (the selector and the whole-run estimator seqpointd
+runs: selector/whole_run_estimator.h) on:
+  - resampled recorded PyTorch runs: tests/data/online/*.csv and tests/data/agent/*.csv (real
+    python3-torch and libtorch traces, every iteration measured). Each variant is a seeded
+    moving-block resample: the run is cut into blocks of 64 iterations, and block j is drawn
+    from the blocks within +-4 positions of j (the first 2 blocks, the warm-up, kept as they
+    are), so the run's shape (warm-up, slowdown) stays and the noise is redrawn. These are not
+    new runs of the trainer: blocks repeat, which makes them a little easier than fresh runs.
+  - generated runs with a warm-up, a slowdown that leaves the work (cpu_ns) unchanged, and 5%
+    noise (seeded), 3000 iterations each;
+  - with --million, one generated run of 10^6 iterations (the replayed long run).
+For each run and metric: whether the 95% interval holds the actual total, and the whole-run
+error. Time is projected from the measured iterations alone against the cost proxy: its
+self-check is reported twice, on the run's time strata (cut on those very times) and on
+doubling windows only (the honest one, which seqpointd exports). Counts, not only rates.
+"""
+import argparse
+import csv
+import glob
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCK = 64
+REACH = 4
+
+
+def read_trace(path):
+    with open(path) as f:
+        lines = [l for l in f if not l.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    return list(rows[0].keys()), rows
+
+
+def write_trace(path, cols, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for i, r in enumerate(rows):
+            out = [r[c] for c in cols]
+            out[cols.index("iter")] = str(i)
+            w.writerow(out)
+
+
+def resample(rows, seed):
+    rng = random.Random(seed)
+    blocks = [rows[i:i + BLOCK] for i in range(0, len(rows), BLOCK)]
+    out = []
+    for j, b in enumerate(blocks):
+        if j < 2:
+            out.extend(b)
+            continue
+        lo, hi = max(2, j - REACH), min(len(blocks) - 1, j + REACH)
+        src = blocks[rng.randint(lo, hi)]
+        out.extend(src[:len(b)] if len(src) >= len(b) else src)
+    return out
+
+
+def generated(n, seed):
+    rng = random.Random(seed)
+    slow_at = int(n * rng.uniform(0.4, 0.7))
+    slow = rng.uniform(1.2, 1.8)
+    rows = []
+    for i in range(n):
+        sl = int(min(150, max(1, round(math.exp(rng.gauss(math.log(20), 0.6))))))
+        work = (2e5 + 1e3 * sl * 32) * max(0.2, 1 + rng.gauss(0, 0.05))
+        warm = 1 + 1.0 * max(0.0, 1 - i / 150)
+        t = work * warm * (slow if i >= slow_at else 1)
+        rows.append({"iter": i, "seq_len": sl, "batch": 32, "tokens": sl * 30,
+                     "time_ns": round(t), "cpu_ns": round(work * warm)})
+    return ["iter", "seq_len", "batch", "tokens", "time_ns", "cpu_ns"], rows
+
+
+def evaluate(seqpoint, path):
+    out = subprocess.run([seqpoint, "evaluate", "--trace", path, "--online", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seqpoint", default=os.path.join(ROOT, "build/agent/cli/seqpoint"))
+    ap.add_argument("--runs-per-trace", type=int, default=10)
+    ap.add_argument("--generated", type=int, default=6)
+    ap.add_argument("--million", action="store_true", help="also the 10^6-iteration run")
+    ap.add_argument("--json", help="also write every row here")
+    args = ap.parse_args()
+    if not os.access(args.seqpoint, os.X_OK):
+        sys.exit(f"interval_coverage: {args.seqpoint} is not an executable; build it first")
+    recorded = sorted(glob.glob(os.path.join(ROOT, "tests/data/online/*.csv")) +
+                      glob.glob(os.path.join(ROOT, "tests/data/agent/*.csv")))
+    runs = []  # (name, path)
+    tmp = tempfile.mkdtemp(prefix="interval_coverage.")
+    for t in recorded:
+        cols, rows = read_trace(t)
+        for s in range(args.runs_per_trace):
+            p = os.path.join(tmp, f"{os.path.basename(t)[:-4]}_r{s}.csv")
+            write_trace(p, cols, resample(rows, s))
+            runs.append((os.path.basename(p), p))
+    for s in range(args.generated):
+        cols, rows = generated(3000, 1000 + s)
+        p = os.path.join(tmp, f"generated_{s}.csv")
+        write_trace(p, cols, rows)
+        runs.append((os.path.basename(p), p))
+    if args.million:
+        cols, rows = generated(10 ** 6, 77)
+        p = os.path.join(tmp, "generated_1e6.csv")
+        write_trace(p, cols, rows)
+        runs.append(("generated_1e6.csv", p))
+    table = {}  # metric -> [covered, runs, errors]
+    checks = {"strata": [0, 0, []], "windows": [0, 0, []]}
+    rows_out = []
+    print("| run | iterations | measured | metric | error % | covered | self-check err % (strata / windows) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, path in runs:
+        r = evaluate(args.seqpoint, path)
+        for metric, m in r["metrics"].items():
+            if metric in ("page_faults", "context_switches"):
+                pass
+            bounded = m.get("bounded", True)
+            cov = bool(m["covered"])
+            e = m["error_pct"]
+            t = table.setdefault(metric, [0, 0, [], 0])
+            t[0] += cov
+            t[1] += 1
+            t[2].append(abs(e))
+            t[3] += not bounded
+            sc = m.get("self_check")
+            sc_txt = ""
+            if sc:
+                checks["strata"][0] += sc["covered"]
+                checks["strata"][1] += 1
+                checks["strata"][2].append(abs(sc["error_pct"]))
+                checks["windows"][0] += sc["independent_covered"]
+                checks["windows"][1] += 1
+                checks["windows"][2].append(abs(sc["independent_error_pct"]))
+                sc_txt = f"{sc['error_pct']:+.2f} / {sc['independent_error_pct']:+.2f}"
+            print(f"| {name} | {r['iterations']} | {r['measured']} | {metric} | {e:+.2f} | "
+                  f"{'yes' if cov else 'NO'}{'' if bounded else ' (unbounded)'} | {sc_txt} |")
+            rows_out.append({"run": name, "iterations": r["iterations"], "measured": r["measured"],
+                             "metric": metric, "error_pct": e, "covered": cov, "bounded": bounded,
+                             "self_check": sc})
+    print()
+    print("| metric | runs | 95% interval covers | unbounded | median abs error % | max abs error % |")
+    print("|---|---|---|---|---|---|")
+    for metric, (cov, n, errs, unb) in sorted(table.items()):
+        errs.sort()
+        print(f"| {metric} | {n} | {cov}/{n} | {unb} | {errs[len(errs) // 2]:.2f} | {errs[-1]:.2f} |")
+    for k, (cov, n, errs) in checks.items():
+        if n:
+            errs.sort()
+            print(f"| time self-check ({k}) | {n} | {cov}/{n} | - | {errs[len(errs) // 2]:.2f} | "
+                  f"{errs[-1]:.2f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows_out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

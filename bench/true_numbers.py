@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""Every iteration seqpointd measured, held against the workload's own reading of the same
+iteration (issue 19's evidence), on real PyTorch marked with the Python module.
+
+A private seqpointd (its own state dir and socket, runs.only_key, perf task-clock) watches
+runs of bench/true_numbers/loop.py, a small LSTM loop that records, for every iteration, its own
+wall time and process CPU time (CLOCK_PROCESS_CPUTIME_ID) read beside the begin and end marks.
+After each run the measured iterations are read from the daemon's store (state.db, table
+measurements) and compared one by one with the loop's reading; the whole-run projections
+(`seqpoint show RUN --json`) are compared with the loop's totals.
+
+Configurations: torch.set_num_threads 1, 2, 4, 8, each with OpenMP's default wait policy
+(spinning) and OMP_WAIT_POLICY=PASSIVE; a DataLoader with 2 worker processes; a job resumed at
+global step 50,000 (iter = 50000 + i). Workloads run under `nice -n 10`.
+
+Columns: measured = iterations with a record in the store (a SeqPoint measured); controls =
+observer-effect control iterations, measured with no counter by design (left aside); flagged,
+left out = the other measured iterations whose record has no perf:task-clock (the probes left
+it out), with "(daemon: N)" when the daemon's own count of flagged windows over the run
+(seqpoint_collector_windows_total{where="probe_flagged"}) says otherwise; within 1% / 3% =
+share of the rest within 1% / 3% of the loop's CPU time of the same iteration; worst = largest
+|difference|; projected = whole-run projection against the loop's summed CPU time / wall time,
+"in" when the 95% interval covers it, "(unbounded)" when it has no upper bound.
+
+Each run stops at --iterations (300) or --seconds (35), whichever comes first: with OpenMP
+spinning and as many threads as CPUs, a loaded machine makes an iteration ten times slower.
+
+Usage: sudo bench/true_numbers.py [--iterations N] [--seconds S] [--only NAME,...] [--out DIR]
+Environment: SEQPOINT_BUILD (default build/). Needs root (eBPF) and a build (seqpointd,
+seqpoint, build/sdk/python).
+"""
+
+import argparse
+import csv
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOOP = os.path.join(ROOT, "bench", "true_numbers", "loop.py")
+
+# (name, threads, OMP_WAIT_POLICY or None, DataLoader workers, first iteration index)
+CONFIGS = [
+    ("t1", 1, None, 0, 0), ("t1-passive", 1, "PASSIVE", 0, 0),
+    ("t2", 2, None, 0, 0), ("t2-passive", 2, "PASSIVE", 0, 0),
+    ("t4", 4, None, 0, 0), ("t4-passive", 4, "PASSIVE", 0, 0),
+    ("t8", 8, None, 0, 0), ("t8-passive", 8, "PASSIVE", 0, 0),
+    ("t2-loader2", 2, None, 2, 0),
+    ("t2-resumed50k", 2, None, 0, 50000),
+]
+
+
+def die(msg):
+    print("true_numbers: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+class Daemon:
+    def __init__(self, build, out, key_prefix):
+        self.cli = os.path.join(build, "agent", "cli", "seqpoint")
+        daemon = os.path.join(build, "agent", "daemon", "seqpointd")
+        for b in (self.cli, daemon):
+            if not os.access(b, os.X_OK):
+                die("%s missing: build first (spbuild --target seqpointd seqpoint)" % b)
+        self.state = os.path.join(out, "state")
+        conf = os.path.join(out, "seqpointd.toml")
+        with open(conf, "w") as f:
+            f.write('[collectors]\nperf.events = ["task-clock"]\n[runs]\nonly_key = "%s"\n'
+                    % key_prefix)
+        self.env = dict(os.environ, SEQPOINT_CONTROL_SOCKET=os.path.join(out, "run",
+                                                                         "control.sock"))
+        self.log = open(os.path.join(out, "seqpointd.log"), "w")
+        self.daemon_bin = daemon
+        with socket.socket() as sock:  # a free port for the metrics endpoint
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [daemon, "--config", conf, "--state-dir", self.state, "--runtime-dir",
+             os.path.join(out, "run"), "--metrics-listen", "127.0.0.1:%d" % self.port],
+            stderr=self.log, stdout=self.log)
+        for _ in range(200):
+            if self.cli_json("status") is not None:
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        die("seqpointd did not start, see %s" % self.log.name)
+
+    def cli_json(self, *args):
+        r = subprocess.run([self.cli, *args, "--json"], env=self.env, capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            return None
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return None
+
+    def probe_flagged(self):
+        """seqpoint_collector_windows_total{where="probe_flagged"}: windows the probes sent
+        with a counter left out, since the daemon started (None when unreadable)."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port,
+                                        timeout=5) as r:
+                for line in r.read().decode().splitlines():
+                    if line.startswith('seqpoint_collector_windows_total{where="probe_flagged"}'):
+                        return int(float(line.split()[-1]))
+        except (OSError, ValueError):
+            pass
+        return None
+
+    def closed_run(self, key, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            j = self.cli_json("runs", "--all")
+            for r in (j or {}).get("runs", []):
+                if r.get("key") == key and r.get("state") != "active":
+                    return r
+            time.sleep(0.5)
+        return None
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        subprocess.run([self.daemon_bin, "--state-dir", self.state, "--unpin"],
+                       capture_output=True)
+
+
+def stored_measurements(state_dir, key):
+    """{iter: {metric: value}} of the run's measured iterations, from the daemon's store."""
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(state_dir, "state.db"), uri=True,
+                         timeout=10)
+    try:
+        row = db.execute("SELECT id FROM runs WHERE key = ? ORDER BY id DESC LIMIT 1",
+                         (key,)).fetchone()
+        if row is None:
+            return None
+        out = {}
+        for it, metric, value in db.execute(
+                "SELECT iter, metric, value FROM measurements WHERE run_id = ?", (row[0],)):
+            out.setdefault(it, {})[metric] = value
+        return out
+    finally:
+        db.close()
+
+
+def run_workload(d, build, out, key, name, threads, wait_policy, workers, start, iterations,
+                 seconds):
+    env = dict(os.environ, SEQPOINT_RUN_ID=key,
+               PYTHONPATH=os.path.join(build, "sdk", "python"))
+    env.pop("OMP_WAIT_POLICY", None)
+    if wait_policy:
+        env["OMP_WAIT_POLICY"] = wait_policy
+    trace = os.path.join(out, name + ".csv")
+    cmd = ["nice", "-n", "10", "/usr/bin/python3", LOOP, "--threads", str(threads),
+           "--iterations", str(iterations), "--workers", str(workers), "--start-iter",
+           str(start), "--max-seconds", str(seconds),
+           "--seed", str(sum(map(ord, name))), "--csv", trace, "--wait"]
+    with open(os.path.join(out, name + ".log"), "w") as log:
+        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=log, stderr=log,
+                             text=True)
+        # Start iterating once the daemon has the process (its probes are attached).
+        for _ in range(300):
+            if d.cli_json("show", key) is not None or p.poll() is not None:
+                break
+            time.sleep(0.1)
+        try:
+            p.stdin.write("go\n")
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = p.wait()
+    if rc != 0:
+        die("workload %s failed (exit %d), see %s" % (name, rc, log.name))
+    with open(trace) as f:
+        return [{k: int(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def pct(a, b):
+    return 100.0 * (a - b) / b if b else float("nan")
+
+
+def projection_cell(p, actual):
+    if not p:
+        return "-"
+    hi = p.get("high")
+    unbounded = hi is None or p.get("bounded") is False
+    hi = float("inf") if hi is None else hi
+    inside = p.get("low", float("nan")) <= actual <= hi
+    return "%+.2f%% %s%s" % (pct(p["total"], actual), "in" if inside else "OUT",
+                             " (unbounded)" if unbounded else "")
+
+
+def analyse(name, rows, stored, run, show, probe_flagged):
+    own = {r["iter"]: r for r in rows}
+    measured = [it for it in stored if it in own]
+    # Observer-effect controls are measured with no collector by design (their time is the
+    # baseline of the observer-effect check): not flagged, just not counted.
+    controls = [it for it in measured if "observer:control" in stored[it]]
+    counted = [it for it in measured if "observer:control" not in stored[it]]
+    with_tc = [it for it in counted if "perf:task-clock" in stored[it]]
+    errs = sorted(abs(pct(stored[it]["perf:task-clock"], own[it]["cpu_ns"])) for it in with_tc)
+    proj = (show or {}).get("projections", {})
+    cpu_total = sum(r["cpu_ns"] for r in rows)
+    wall_total = sum(r["wall_ns"] for r in rows)
+    n = len(with_tc)
+    return {
+        "name": name, "iterations": len(rows), "measured": len(measured),
+        "controls": len(controls), "counted": len(counted), "with_tc": n,
+        "flagged": len(counted) - n, "probe_flagged": probe_flagged,
+        "w1": sum(e <= 1 for e in errs), "w3": sum(e <= 3 for e in errs),
+        "worst": errs[-1] if errs else float("nan"),
+        "unobserved": (run or {}).get("unobserved", "?"),
+        "tc": projection_cell(proj.get("perf:task-clock"), cpu_total),
+        "time": projection_cell(proj.get("time_ns"), wall_total),
+        "per_iter": [(it, own[it]["cpu_ns"], stored[it].get("perf:task-clock"),
+                      own[it]["wall_ns"]) for it in sorted(measured)],
+    }
+
+
+def share(k, n):
+    return "%d/%d (%.1f%%)" % (k, n, 100.0 * k / n) if n else "-"
+
+
+def print_header():
+    print("| run | iterations | measured | controls | flagged, left out | task-clock within 1% "
+          "| within 3% | worst | unobserved | task-clock projected | time projected |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def print_row(r):
+    print("| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        r["name"], r["iterations"], r["measured"], r["controls"],
+        share(r["flagged"], r["counted"]) + flag_note(r),
+        share(r["w1"], r["with_tc"]), share(r["w3"], r["with_tc"]),
+        "%.2f%%" % r["worst"] if r["with_tc"] else "-", r["unobserved"], r["tc"], r["time"]),
+        flush=True)
+
+
+def flag_note(r):
+    # The daemon's own count of windows sent with a counter left out, when it differs.
+    pf = r.get("probe_flagged")
+    return "" if pf is None or pf == r["flagged"] else " (daemon: %d)" % pf
+
+
+def print_total(results):
+    tot = {"measured": 0, "controls": 0, "counted": 0, "with_tc": 0, "flagged": 0, "w1": 0,
+           "w3": 0, "iterations": 0}
+    worst = 0.0
+    for r in results:
+        for k in tot:
+            tot[k] += r[k]
+        if r["with_tc"]:
+            worst = max(worst, r["worst"])
+    print("| all | %d | %d | %d | %s | %s | %s | %.2f%% | | | |" % (
+        tot["iterations"], tot["measured"], tot["controls"], share(tot["flagged"], tot["counted"]),
+        share(tot["w1"], tot["with_tc"]), share(tot["w3"], tot["with_tc"]), worst))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--seconds", type=float, default=35,
+                    help="a run stops after this long even before --iterations")
+    ap.add_argument("--only", default="", help="comma-separated run names (default: all)")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        die("eBPF probes need root: run with sudo")
+    build = os.environ.get("SEQPOINT_BUILD", os.path.join(ROOT, "build"))
+    if not os.path.exists(os.path.join(build, "sdk", "python", "seqpoint_probe",
+                                       "__init__.py")):
+        die("%s/sdk/python missing: build first" % build)
+    out = a.out or tempfile.mkdtemp(prefix="seqpoint-true-numbers.")
+    os.makedirs(out, exist_ok=True)
+    only = set(filter(None, a.only.split(",")))
+    configs = [c for c in CONFIGS if not only or c[0] in only]
+    prefix = "tn-%d-" % os.getpid()
+    d = Daemon(build, out, prefix)
+    results = []
+    load_before = open("/proc/loadavg").read().split()[:3]
+    print_header()
+    try:
+        for name, threads, policy, workers, start in configs:
+            key = prefix + name
+            flagged_before = d.probe_flagged()
+            rows = run_workload(d, build, out, key, name, threads, policy, workers, start,
+                                a.iterations, a.seconds)
+            run = d.closed_run(key)
+            if run is None:
+                die("run %s did not close, see %s/seqpointd.log" % (key, out))
+            show = d.cli_json("show", key)
+            flagged_after = d.probe_flagged()
+            pf = (flagged_after - flagged_before
+                  if None not in (flagged_before, flagged_after) else None)
+            with open(os.path.join(out, name + ".show.json"), "w") as f:
+                json.dump({"run": run, "show": show, "probe_flagged": pf}, f, indent=1)
+            stored = stored_measurements(d.state, key)
+            if stored is None:
+                die("run %s not in the store %s/state.db" % (key, d.state))
+            r = analyse(name, rows, stored, run, show, pf)
+            with open(os.path.join(out, name + ".measured.csv"), "w") as f:
+                f.write("iter,own_cpu_ns,task_clock_ns,own_wall_ns\n")
+                for it, c, tc, w in r["per_iter"]:
+                    f.write("%d,%d,%s,%d\n" % (it, c, "" if tc is None else "%.0f" % tc, w))
+            results.append(r)
+            print_row(r)
+    finally:
+        d.stop()
+    print_total(results)
+    print("load average (1, 5, 15 min) on %d CPUs: %s before, %s after" % (
+        os.cpu_count(), " ".join(load_before), " ".join(open("/proc/loadavg").read().split()[:3])))
+    print("files in %s" % out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+// Runs testing/counter_workload under the iteration probes with probe counters armed, and holds
+// each iteration's counters against the workload's own reading of the same iteration (for the
+// probe counter tests). Header-only, test code.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <linux/perf_event.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "probes/iteration_probes.h"
+#include "probes/testing/child_process.h"
+#include "probes/testing/collecting_sink.h"
+
+namespace seqpoint::probes::testing {
+
+inline const ProbeCounterEvent kTaskClock{"task-clock", PERF_TYPE_SOFTWARE,
+                                          PERF_COUNT_SW_TASK_CLOCK, "ns"};
+inline const ProbeCounterEvent kContextSwitches{"context-switches", PERF_TYPE_SOFTWARE,
+                                                PERF_COUNT_SW_CONTEXT_SWITCHES, "count"};
+inline const ProbeCounterEvent kPageFaults{"page-faults", PERF_TYPE_SOFTWARE,
+                                           PERF_COUNT_SW_PAGE_FAULTS, "count"};
+
+struct Measured {
+  std::vector<IterationEvent> ends;
+  std::map<uint64_t, uint64_t> own_cpu_ns;  // the workload's own, every thread, per iteration
+  ProbeCounterProcStats stats;
+  bool exec_seen = false;
+  ProbeCounterProcStats at_exec;  // while the new image waits, before it is attached again
+};
+
+// Runs counter_workload with hooks on every iteration and `events` armed (when not empty). After
+// an exec the probes are attached again to the new image; the counters stay armed.
+inline Measured RunWorkload(IterationProbes& probes, CollectingSink& sink,
+                            const std::vector<ProbeCounterEvent>& events,
+                            std::vector<std::string> args, Status* arm_status = nullptr) {
+  std::vector<std::string> argv{TestProgram("counter_workload"), "--wait"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = ChildProcess::Start(argv);
+  REQUIRE(child.ok());
+  REQUIRE(child->ReadLine().ok());
+  const int pid = child->pid();
+  auto attached = probes.AttachPid(pid);
+  REQUIRE_MESSAGE(attached.ok(), attached.status().ToString());
+  probes.SetHookMode(HookMode::kWanted);
+  REQUIRE(probes.WantSeqLen(pid, SP_ANY_SEQ_LEN, 0xffffffffu).ok());
+  if (!events.empty()) {
+    Status armed = probes.ArmCounters(pid, events);
+    if (arm_status != nullptr) {
+      *arm_status = armed;
+    } else {
+      REQUIRE_MESSAGE(armed.ok(), armed.ToString());
+    }
+  }
+  REQUIRE(child->WriteLine("go").ok());
+  Measured m;
+  size_t want = 0;
+  const int64_t deadline = MonotonicMs() + 60000;
+  for (;;) {
+    REQUIRE(probes.Poll(0).ok());
+    auto line = child->ReadLine(10);
+    if (!line.ok()) {
+      REQUIRE(MonotonicMs() < deadline);
+      continue;
+    }
+    unsigned long long iter = 0, ns = 0, n = 0;
+    if (std::sscanf(line->c_str(), "all %llu %llu", &iter, &ns) == 2) m.own_cpu_ns[iter] = ns;
+    if (std::sscanf(line->c_str(), "done %llu", &n) == 1) {
+      want = m.own_cpu_ns.size();
+      break;
+    }
+    if (line->rfind("exec", 0) == 0) m.exec_seen = true;
+    if (m.exec_seen && line->rfind("ready", 0) == 0) {
+      // The new image waits on stdin, its old threads dead: none of them may still count as on a
+      // CPU (the exec'ing helper's record moved to main's tid, its run banked at the wait).
+      PollUntil([] { usleep(1000); }, [&] { return probes.CounterStats(pid).running == 0; }, 2000);
+      m.at_exec = probes.CounterStats(pid);
+      // Then what the daemon does at an exec: detach the old image, attach and arm the new one.
+      probes.DetachPid(pid);
+      auto again = probes.AttachPid(pid);
+      REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+      REQUIRE(probes.WantSeqLen(pid, SP_ANY_SEQ_LEN, 0xffffffffu).ok());
+      if (!events.empty()) REQUIRE(probes.ArmCounters(pid, events).ok());
+      REQUIRE(child->WriteLine("go").ok());
+    }
+  }
+  const bool all_ended = PollUntil([&] { REQUIRE(probes.Poll(20).ok()); },
+                                   [&] { return sink.EndsOf(pid).size() >= want; });
+  REQUIRE_MESSAGE(all_ended, sink.EndsOf(pid).size() << " ends of " << want << " iterations");
+  m.stats = probes.CounterStats(pid);
+  REQUIRE(child->Wait().ok());
+  probes.DetachPid(pid);
+  m.ends = sink.EndsOf(pid);
+  return m;
+}
+
+inline std::unique_ptr<IterationProbes> MakeProbes(CollectingSink* sink, bool counters = true) {
+  IterationProbesOptions options;
+  options.counters = counters;
+  auto probes = IterationProbes::Create(options, sink);
+  REQUIRE_MESSAGE(probes.ok(), probes.status().ToString());
+  return std::move(*probes);
+}
+
+// Per-iteration differences between the probes' task-clock (counter 0) and the workload's own
+// reading of every thread's CPU time.
+struct Agreement {
+  size_t compared = 0;
+  size_t flagged = 0;        // task-clock left out by the probes (counter_flags)
+  std::string flagged_list;  // "iter:flags" of those
+  std::vector<double> rel;   // |probes - own| / own, sorted
+  std::vector<double> abs_us;
+  double Quantile(const std::vector<double>& v, double q) const {
+    return v.empty() ? 0 : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+  }
+};
+
+inline Agreement Compare(const Measured& m, uint64_t min_own_ns, const char* what) {
+  Agreement a;
+  for (const IterationEvent& e : m.ends) {
+    REQUIRE(e.complete());
+    if ((e.counter_mask & 1u) == 0) {
+      CHECK(e.counter_flags != 0);  // a missing value always says why
+      ++a.flagged;
+      a.flagged_list += " " + std::to_string(e.iter) + ":" + std::to_string(e.counter_flags);
+      continue;
+    }
+    auto own_it = m.own_cpu_ns.find(e.iter);
+    if (own_it == m.own_cpu_ns.end()) continue;  // its report was lost to the exec
+    const double own = static_cast<double>(own_it->second);
+    const double probe = static_cast<double>(e.counters[0]);
+    CHECK(own >= static_cast<double>(min_own_ns));
+    a.rel.push_back(std::abs(probe - own) / own);
+    a.abs_us.push_back(std::abs(probe - own) / 1000);
+    ++a.compared;
+  }
+  std::sort(a.rel.begin(), a.rel.end());
+  std::sort(a.abs_us.begin(), a.abs_us.end());
+  MESSAGE(what << ": task-clock vs the workload's own CPU clocks of every thread: " << a.compared
+               << " iterations, |difference| median " << a.Quantile(a.abs_us, 0.5) << " us ("
+               << a.Quantile(a.rel, 0.5) * 100 << "%), 90th percentile "
+               << a.Quantile(a.abs_us, 0.9) << " us (" << a.Quantile(a.rel, 0.9) * 100 << "%), max "
+               << a.Quantile(a.abs_us, 1.0) << " us (" << a.Quantile(a.rel, 1.0) * 100 << "%); "
+               << a.flagged << " flagged" << a.flagged_list << " (runs not seen switching "
+               << "in: " << m.stats.unknown_runs << ", threads left out: " << m.stats.untracked
+               << ", snapshot retries: " << m.stats.snapshot_retries << ")");
+  return a;
+}
+
+}  // namespace seqpoint::probes::testing

@@ -1,0 +1,201 @@
+// The intervals keep their promise: each case below was a way a 95% interval could be
+// narrower than the data allow (docs/estimators.md, "Variance and interval").
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "selector/online_selector.h"
+#include "selector/projection.h"
+#include "selector/stratified_projection.h"
+#include "selector/test_runs.h"
+#include "selector/time_strata.h"
+
+namespace seqpoint::selector {
+
+using testing::DriftRun;
+using testing::MakeDriftRun;
+using testing::MakeRun;
+using testing::Online;
+using testing::RunOnline;
+
+TEST_CASE("t quantile: exact, never rounded toward the normal") {
+  // Reference values of Student's t, two-sided 95%.
+  CHECK(TQuantile95(11) == doctest::Approx(2.2010).epsilon(1e-3));
+  CHECK(TQuantile95(13) == doctest::Approx(2.1604).epsilon(1e-3));
+  CHECK(TQuantile95(61) == doctest::Approx(1.9996).epsilon(1e-3));
+  CHECK(TQuantile95(2.5) > TQuantile95(3));  // fractional dof: between its neighbours
+  CHECK(TQuantile95(2.5) < TQuantile95(2));
+  CHECK(TQuantile95(0.5) > TQuantile95(1));  // below one: wider still, never the dof-1 value
+}
+
+TEST_CASE("time strata: a change stratum begins where the change began, not at the alarm") {
+  // A slowdown of 30% (a few sigma of this run's noise): found tens of iterations late.
+  DriftRun d = MakeDriftRun(6000, 3, 0, 1, 3000, 1.3);
+  TimeStrata t;
+  for (size_t i = 0; i < d.run.time.size(); ++i) {
+    t.Observe(i, d.run.seq_len[i], CostProxy(d.run.seq_len[i], d.run.batch[i]), d.run.time[i]);
+  }
+  const TimeChange* c = testing::FirstSlower(t);
+  REQUIRE(c != nullptr);
+  CHECK(c->ordinal >= 2990);
+  CHECK(c->ordinal <= 3004);
+  // The cells moved with the boundary: every iteration from the change on is in the new
+  // stratum, and no cell lost or gained an iteration.
+  uint64_t n = 0, in_change = 0;
+  const uint32_t h = t.StratumOf(c->ordinal);
+  for (const auto& [key, cell] : t.Cells()) {
+    n += cell.n;
+    if (key.first == h) in_change += cell.n;
+  }
+  CHECK(n == d.run.time.size());
+  uint64_t end = 0, begin = 0;
+  t.StratumOf(c->ordinal, &begin, &end);
+  CHECK(in_change == std::min<uint64_t>(end, d.run.time.size()) - begin);
+}
+
+TEST_CASE("stratified: an early, saturated design is not called bounded with a zero width") {
+  // 12 measured iterations of a run of 300, one per (stratum, bin) cell.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    DriftRun d = MakeDriftRun(300, seed, 0, 1, SIZE_MAX, 1);
+    Online o = RunOnline(d, 8);
+    auto p = ProjectStratified(o.sel.strata(), o.sel.Current(), o.work_samples, Auxiliary::kTime);
+    REQUIRE(p.ok());
+    if (p->bounded) {
+      CHECK(p->whole.high > p->whole.low);
+      CHECK(p->whole.dof >= kMinBoundedDof);
+    }
+  }
+}
+
+TEST_CASE("stratified: bins never sampled beyond the sampled costs widen the interval to cover") {
+  // Quadratic cost; the selection's samples cover only the short half of the SLs, so the long
+  // bins' ratio is an extrapolation of the linear model (30% low here): the interval gives
+  // what no sample stands on its own size as standard error.
+  TimeStrataOptions so;
+  so.detect_changes = false;
+  so.first_window = 0;
+  TimeStrata t(so);
+  Selection sel;
+  for (uint32_t b = 0; b < 4; ++b) {
+    SeqPoint p;
+    p.bin_lo = 1 + 25 * b;
+    p.bin_hi = 25 * (b + 1);
+    sel.points.push_back(p);
+  }
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<uint32_t> sl(1, 100);
+  std::normal_distribution<double> z(0, 0.02);
+  std::vector<StrataSample> samples;
+  double actual = 0;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    const uint32_t s = sl(rng);
+    const double cost = s;
+    const double y = (cost + cost * cost / 20) * (1 + z(rng));
+    actual += y;
+    t.Observe(i, s, cost, y);
+    if (s <= 50 && i % 50 == 0) samples.push_back({i, s, cost, y, y});
+  }
+  auto p = ProjectStratified(t, sel, samples, Auxiliary::kCost);
+  REQUIRE(p.ok());
+  CHECK(p->whole.total < 0.8 * actual);  // the line's extrapolation is off, as it must be
+  CHECK(p->whole.low <= actual);
+  CHECK(p->whole.high >= actual);
+}
+
+TEST_CASE("stratified: first occurrences of each SL are their own post-stratum") {
+  // Each SL's first iteration costs 4x (allocations); 20 distinct SLs; samples include some
+  // first occurrences: their ratio is estimated apart and weighs only the first occurrences.
+  TimeStrataOptions so;
+  so.detect_changes = false;
+  so.first_window = 0;
+  TimeStrata t(so);
+  Selection sel;
+  SeqPoint p;
+  p.bin_lo = 1;
+  p.bin_hi = 20;
+  sel.points.push_back(p);
+  std::vector<StrataSample> samples;
+  double actual = 0;
+  std::vector<bool> seen(21, false);
+  for (uint64_t i = 0; i < 2000; ++i) {
+    const uint32_t s = 1 + static_cast<uint32_t>((i * 7) % 20);
+    const bool first = !seen[s];
+    seen[s] = true;
+    const double y = s * 100.0 * (first ? 4 : 1) * (1 + 0.01 * static_cast<double>(i % 3));
+    actual += y;
+    t.Observe(i, s, s, y);
+    if ((first && i % 4 == 0) || i % 37 == 0) samples.push_back({i, s, double(s), y, y});
+  }
+  CHECK(t.FirstOccurrences().size() == 20);
+  auto r = ProjectStratified(ProjectionFrame(t, sel, /*first_occurrences=*/true), samples,
+                             Auxiliary::kCost);
+  REQUIRE(r.ok());
+  CHECK(r->first_occurrences == 20);
+  CHECK(r->first_sampled >= 3);
+  CHECK(r->whole.total == doctest::Approx(actual).epsilon(0.01));
+  CHECK(r->whole.low <= actual);
+  CHECK(r->whole.high >= actual);
+}
+
+TEST_CASE("stratified: the self-check on strata cut without the checked series is reported") {
+  DriftRun d = MakeDriftRun(4000, 7, 200, 2.0, 2500, 1.5);
+  Online o = RunOnline(d);
+  auto p = ProjectStratified(o.sel.strata(), o.sel.Current(), o.time_samples, Auxiliary::kCost);
+  REQUIRE(p.ok());
+  // Windows only: no warm-up or change boundary, which are placed where time moved.
+  CHECK(p->independent.samples == p->whole.samples);
+  CHECK(p->independent.total > 0);
+  CHECK(p->independent_strata < p->strata);
+}
+
+TEST_CASE("stratified: 95% intervals cover the truth in most of 40 drifting runs") {
+  int covered_time = 0, covered_work = 0, runs = 0;
+  for (uint64_t seed = 100; seed < 140; ++seed) {
+    DriftRun d = MakeDriftRun(3000, seed, 100, 1.5, 1500 + 10 * (seed % 7), 1.4);
+    Online o = RunOnline(d);
+    auto time =
+        ProjectStratified(o.sel.strata(), o.sel.Current(), o.time_samples, Auxiliary::kCost);
+    auto work =
+        ProjectStratified(o.sel.strata(), o.sel.Current(), o.work_samples, Auxiliary::kTime);
+    REQUIRE(time.ok());
+    REQUIRE(work.ok());
+    double work_total = 0;
+    for (double w : d.work) work_total += w;
+    ++runs;
+    covered_time += time->whole.low <= d.run.total && d.run.total <= time->whole.high;
+    covered_work += work->whole.low <= work_total && work_total <= work->whole.high;
+  }
+  MESSAGE("time covered " << covered_time << "/" << runs << ", counter " << covered_work << "/"
+                          << runs);
+  CHECK(covered_time >= 34);  // 85% of 40: a 95% interval misses more only with a real fault
+  CHECK(covered_work >= 34);
+}
+
+TEST_CASE("online: counter groups rotate over the whole run, not per stratum and bin") {
+  OnlineOptions o;
+  o.per_doubling = 16;
+  o.warmup = 0;
+  o.counter_groups = 64;
+  auto sel = OnlineSelector::Create(o);
+  REQUIRE(sel.ok());
+  auto r = MakeRun(200000, 9);
+  for (size_t i = 0; i < r.seq_len.size(); ++i) {
+    sel->OnIteration(i, r.seq_len[i], r.batch[i], 0);
+    sel->OnTime(i, r.seq_len[i], r.batch[i], r.time[i]);
+  }
+  // A collector with two groups reads visit % 2: in the second half of the run both groups
+  // are measured about equally.
+  uint64_t late = 0, odd = 0;
+  for (const auto& s : sel->samples()) {
+    if (s.iter < 100000) continue;
+    ++late;
+    odd += s.group % 2;
+  }
+  REQUIRE(late >= 10);
+  CHECK(odd * 3 >= late);
+  CHECK(odd * 3 <= 2 * late);
+}
+
+}  // namespace seqpoint::selector

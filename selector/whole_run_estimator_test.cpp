@@ -1,0 +1,115 @@
+// The whole-run estimator seqpointd and `seqpoint evaluate --online` share: kinds, the
+// unobserved gap, the observer correction and the self-checks.
+#include "selector/whole_run_estimator.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "selector/test_runs.h"
+
+namespace seqpoint::selector {
+
+using testing::DriftRun;
+using testing::MakeDriftRun;
+
+namespace {
+
+struct Fixture {
+  DriftRun d = MakeDriftRun(3000, 21, 0, 1, SIZE_MAX, 1);
+  OnlineSelector sel = *OnlineSelector::Create([] {
+    OnlineOptions o;
+    o.per_doubling = 16;
+    o.warmup = 0;
+    return o;
+  }());
+  Selection current;
+  WholeRunInput in;
+  double actual_time = 0;
+
+  // power: a gauge of 100 W in the first half, 300 W in the second (time-weighted mean ~200).
+  explicit Fixture(double slowdown = 1) {
+    for (size_t i = 0; i < d.run.seq_len.size(); ++i) {
+      const Decision dec = sel.OnIteration(i, d.run.seq_len[i], d.run.batch[i], 0);
+      double t = d.run.time[i];
+      if (dec.measure) t *= slowdown;
+      sel.OnTime(i, d.run.seq_len[i], d.run.batch[i], t);
+      actual_time += t;
+      if (!dec.measure) continue;
+      EstimatorIteration it{i, d.run.seq_len[i], d.run.batch[i], t, std::nullopt, {}};
+      if (slowdown != 1) it.slowdown = Slowdown{slowdown, slowdown * 0.98, slowdown * 1.02};
+      it.values.push_back({"time_ns", "ns", t, MetricKind::kDelta});
+      it.values.push_back({"cpu_ns", "ns", d.work[i], MetricKind::kDelta});
+      it.values.push_back({"power", "W", i < 1500 ? 100.0 : 300.0, MetricKind::kGauge});
+      in.measured.push_back(std::move(it));
+    }
+    current = sel.Current();
+    in.strata = &sel.strata();
+    in.selection = &current;
+    in.timed = d.run.seq_len.size();
+    in.actual["time_ns"] = {in.timed, actual_time};
+  }
+  const WholeRunProjection* Find(const WholeRunEstimate& e, const std::string& m) {
+    for (const auto& p : e.projections) {
+      if (p.metric == m) return &p;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("whole run: deltas are totals, gauges are time-weighted means and peaks") {
+  Fixture f;
+  WholeRunEstimate e = EstimateWholeRun(f.in);
+  const WholeRunProjection* cpu = f.Find(e, "cpu_ns");
+  const WholeRunProjection* power = f.Find(e, "power");
+  REQUIRE(cpu != nullptr);
+  REQUIRE(power != nullptr);
+  double work = 0;
+  for (double w : f.d.work) work += w;
+  CHECK(cpu->kind == MetricKind::kDelta);
+  CHECK(cpu->total == doctest::Approx(work).epsilon(0.05));
+  CHECK(power->kind == MetricKind::kGauge);
+  CHECK(power->total > 150);  // a mean in watts, not a sum over iterations
+  CHECK(power->total < 250);
+  CHECK(power->low <= power->total);
+  CHECK(power->peak == 300);
+  CHECK(!power->bins.empty());
+  REQUIRE(e.self_checks.size() == 1);
+  const WholeRunSelfCheck& c = e.self_checks[0];
+  CHECK(c.valid);
+  CHECK(std::fabs(c.error) < 0.05);
+  CHECK(std::fabs(c.independent_error) < 0.05);
+}
+
+TEST_CASE("whole run: the unobserved gap widens the totals, never the gauges") {
+  Fixture f;
+  WholeRunEstimate before = EstimateWholeRun(f.in);
+  f.in.unobserved = 300;
+  f.in.spread_n = 2;
+  f.in.spread_sum = 2e6;
+  f.in.spread_sumsq = 2.2e12;
+  WholeRunEstimate after = EstimateWholeRun(f.in);
+  const WholeRunProjection* a = f.Find(after, "cpu_ns");
+  const WholeRunProjection* b = f.Find(before, "cpu_ns");
+  CHECK(a->total == doctest::Approx(b->total * 1.1));
+  CHECK(a->gap_total == doctest::Approx(b->total * 0.1));
+  CHECK(a->high - a->low > b->high - b->low);
+  CHECK(f.Find(after, "power")->total == doctest::Approx(f.Find(before, "power")->total));
+  // The self-check compares the observed iterations: the gap does not enter it.
+  CHECK(after.self_checks[0].error == doctest::Approx(before.self_checks[0].error));
+}
+
+TEST_CASE("whole run: a measured iteration slowed by its measurement is corrected for time") {
+  Fixture f(1.2);  // every measured iteration 20% slower
+  WholeRunEstimate e = EstimateWholeRun(f.in);
+  const WholeRunProjection* time = f.Find(e, "time_ns");
+  REQUIRE(time != nullptr);
+  CHECK(time->total == doctest::Approx(f.d.run.total).epsilon(0.05));
+  CHECK(f.Find(e, "cpu_ns")->perturbed);  // a counter cannot be corrected: flagged
+  CHECK(e.self_checks[0].observer_ratio == doctest::Approx(1.2));
+  CHECK(e.self_checks[0].observer_excess > 0);
+}
+
+}  // namespace seqpoint::selector
