@@ -48,6 +48,18 @@ Status SetString(const toml::node& n, std::string* out) {
   return Status::Ok();
 }
 
+// An argument's 0-based index: the SL's and the gate's share one range.
+Status SetArgIndex(const toml::node& n, uint32_t* out) {
+  if (!n.is_integer()) return InvalidArgument("must be an integer");
+  int64_t v = **n.as_integer();
+  if (v < 0 || v > kMaxArgIndex) {
+    return InvalidArgument("must be between 0 and " + std::to_string(kMaxArgIndex) + ", got " +
+                           std::to_string(v));
+  }
+  *out = static_cast<uint32_t>(v);
+  return Status::Ok();
+}
+
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
       {"library", "string", true, "libmyrnn.so",
@@ -58,16 +70,7 @@ const std::vector<Field>& Fields() {
        [](const toml::node& n, ZeroCodeProbe& p) { return SetString(n, &p.function); }},
       {"arg", "integer", true, "2",
        "0-based index of the argument holding the SL (0-5 in registers, 6-15 on the stack)",
-       [](const toml::node& n, ZeroCodeProbe& p) {
-         if (!n.is_integer()) return InvalidArgument("must be an integer");
-         int64_t v = **n.as_integer();
-         if (v < 0 || v > kMaxArgIndex) {
-           return InvalidArgument("must be between 0 and " + std::to_string(kMaxArgIndex) +
-                                  ", got " + std::to_string(v));
-         }
-         p.arg_index = static_cast<uint32_t>(v);
-         return Status::Ok();
-       }},
+       [](const toml::node& n, ZeroCodeProbe& p) { return SetArgIndex(n, &p.arg_index); }},
       {"bytes", "integer", false, "4",
        "width of the argument, or of what it points at: 4 (int) or 8 (long, size_t)",
        [](const toml::node& n, ZeroCodeProbe& p) {
@@ -126,16 +129,7 @@ const std::vector<Field>& Fields() {
        }},
       {"gate_arg", "integer", false, "0",
        "0-based index of the gate function's argument compared with gate_value",
-       [](const toml::node& n, ZeroCodeProbe& p) {
-         if (!n.is_integer()) return InvalidArgument("must be an integer");
-         int64_t v = **n.as_integer();
-         if (v < 0 || v > kMaxArgIndex) {
-           return InvalidArgument("must be between 0 and " + std::to_string(kMaxArgIndex) +
-                                  ", got " + std::to_string(v));
-         }
-         p.gate_arg = static_cast<uint32_t>(v);
-         return Status::Ok();
-       }},
+       [](const toml::node& n, ZeroCodeProbe& p) { return SetArgIndex(n, &p.gate_arg); }},
       {"gate_value", "integer", false, "0",
        "the value (an enum or int, 0 to 4294967295) the gate's argument must have",
        [](const toml::node& n, ZeroCodeProbe& p) {
