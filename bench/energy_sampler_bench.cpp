@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "agent/energy/energy_sampler.h"
-#include "agent/runs/observer_effect.h"
+#include "agent/measure/observer_effect.h"
 #include "collectors/energy/gpu_metrics_energy.h"
 
 namespace {

@@ -2,7 +2,7 @@
 """Do the online projections' 95% intervals cover the truth? One command, >= 30 runs.
 
 Usage: bench/interval_coverage.py [--seqpoint build/agent/cli/seqpoint] [--runs-per-trace 10]
-                                  [--million] [--json OUT]
+                                  [--million] [--json OUT] [--first-occurrences]
 
 Runs `seqpoint evaluate --online --json` (the selector and the whole-run estimator seqpointd
 runs: selector/whole_run_estimator.h) on:
@@ -82,10 +82,41 @@ def generated(n, seed):
     return ["iter", "seq_len", "batch", "tokens", "time_ns", "cpu_ns"], rows
 
 
-def evaluate(seqpoint, path):
-    out = subprocess.run([seqpoint, "evaluate", "--trace", path, "--online", "--json"],
+def evaluate(seqpoint, path, extra=()):
+    out = subprocess.run([seqpoint, "evaluate", "--trace", path, "--online", "--json", *extra],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def compare_first_occurrences(seqpoint, runs):
+    """The same runs projected without and with first occurrences as their own post-stratum
+    (`evaluate --first-occurrences`): coverage and error per metric, side by side."""
+    table = {}  # metric -> {variant: [covered, n, abs errors]}
+    print("| run | metric | error % (off) | error % (on) | covered (off / on) |")
+    print("|---|---|---|---|---|")
+    for name, path in runs:
+        res = {v: evaluate(seqpoint, path, ["--first-occurrences"] if v == "on" else [])
+               for v in ("off", "on")}
+        for metric, m in res["off"]["metrics"].items():
+            on = res["on"]["metrics"].get(metric)
+            if on is None:
+                continue
+            for v, r in (("off", m), ("on", on)):
+                t = table.setdefault(metric, {}).setdefault(v, [0, 0, []])
+                t[0] += bool(r["covered"])
+                t[1] += 1
+                t[2].append(abs(r["error_pct"]))
+            print(f"| {name} | {metric} | {m['error_pct']:+.2f} | {on['error_pct']:+.2f} | "
+                  f"{'yes' if m['covered'] else 'NO'} / {'yes' if on['covered'] else 'NO'} |")
+    print()
+    print("| metric | runs | covers (off) | covers (on) | median abs err % (off / on) | "
+          "max abs err % (off / on) |")
+    print("|---|---|---|---|---|---|")
+    for metric, v in sorted(table.items()):
+        off, on = v["off"], v["on"]
+        med = lambda e: sorted(e)[len(e) // 2]
+        print(f"| {metric} | {off[1]} | {off[0]}/{off[1]} | {on[0]}/{on[1]} | "
+              f"{med(off[2]):.2f} / {med(on[2]):.2f} | {max(off[2]):.2f} / {max(on[2]):.2f} |")
 
 
 def main():
@@ -95,6 +126,9 @@ def main():
     ap.add_argument("--generated", type=int, default=6)
     ap.add_argument("--million", action="store_true", help="also the 10^6-iteration run")
     ap.add_argument("--json", help="also write every row here")
+    ap.add_argument("--first-occurrences", action="store_true",
+                    help="compare the projections without and with each SL's first iteration "
+                         "as its own post-stratum (docs/estimators.md)")
     args = ap.parse_args()
     if not os.access(args.seqpoint, os.X_OK):
         sys.exit(f"interval_coverage: {args.seqpoint} is not an executable; build it first")
@@ -118,6 +152,9 @@ def main():
         p = os.path.join(tmp, "generated_1e6.csv")
         write_trace(p, cols, rows)
         runs.append(("generated_1e6.csv", p))
+    if args.first_occurrences:
+        compare_first_occurrences(args.seqpoint, runs)
+        return
     table = {}  # metric -> [covered, runs, errors]
     checks = {"strata": [0, 0, []], "windows": [0, 0, []]}
     rows_out = []

@@ -1,4 +1,4 @@
-// Observer-effect alarms on recorded training traces (agent/runs/observer_effect.h): how often
+// Observer-effect alarms on recorded training traces (agent/measure/observer_effect.h): how often
 // a run WITHOUT any slowdown is ever flagged (false alarms per 1,000 runs), and how soon a real
 // slowdown of +10%, +20% and +40% on the collector-measured iterations is flagged (delay in
 // iterations of the run and in control pairs). Both for the agent's always-valid sequential
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/runs/observer_effect.h"
+#include "agent/measure/observer_effect.h"
 #include "agent/runs/run_tracker.h"
 #include "common/trace_csv.h"
 

@@ -11,21 +11,34 @@ measurements) and compared one by one with the loop's reading; the whole-run pro
 
 Configurations: torch.set_num_threads 1, 2, 4, 8, each with OpenMP's default wait policy
 (spinning) and OMP_WAIT_POLICY=PASSIVE; a DataLoader with 2 worker processes; a job resumed at
-global step 50,000 (iter = 50000 + i). Workloads run under `nice -n 10`.
+global step 50,000 (iter = 50000 + i); a run that a busy process (one spinning process per CPU,
+at the default nice level) starts sharing the CPUs with a third of the way in (a real slowdown);
+and the libtorch trainer (examples/seqpoint-train, a small GRU seq2seq on the en-de corpus) at 1,
+2, 4 and 8 intra-op threads. Workloads run under `nice -n 10`.
+
+The workload's own reading of an iteration is every thread's own CPU clock, summed, read right
+inside the markers (loop.py threads_ns, seqpoint-train cpu_ns); where a thread ended inside the
+iteration it falls back to CLOCK_PROCESS_CPUTIME_ID (loop.py cpu_ns). The process clock is not
+the first choice: it reads a sibling running on another CPU as of that CPU's last tick.
 
 Columns: measured = iterations with a record in the store (a SeqPoint measured); controls =
 observer-effect control iterations, measured with no counter by design (left aside); flagged,
 left out = the other measured iterations whose record has no perf:task-clock (the probes left
 it out), with "(daemon: N)" when the daemon's own count of flagged windows over the run
 (seqpoint_collector_windows_total{where="probe_flagged"}) says otherwise; within 1% / 3% =
-share of the rest within 1% / 3% of the loop's CPU time of the same iteration; worst = largest
+share of the rest within 1% / 3% of the loop's CPU time of the same iteration (own readings
+disagree = iterations whose two own readings differ by more than 1%, left out of those shares:
+a thread born and ended inside, or a tick-old sibling); worst = largest
 |difference|; projected = whole-run projection against the loop's summed CPU time / wall time,
-"in" when the 95% interval covers it, "(unbounded)" when it has no upper bound.
+"in" when the 95% interval covers it, "(unbounded)" when it has no upper bound; steal = the
+daemon's counter windows with hypervisor steal subtracted from task-clock / left out for too
+much steal over the run (seqpoint_probe_counting_windows_total).
 
 Each run stops at --iterations (300) or --seconds (35), whichever comes first: with OpenMP
 spinning and as many threads as CPUs, a loaded machine makes an iteration ten times slower.
 
 Usage: sudo bench/true_numbers.py [--iterations N] [--seconds S] [--only NAME,...] [--out DIR]
+(defaults: every configuration, 300 iterations, 35 s: about 10 minutes on 2 CPUs)
 Environment: SEQPOINT_BUILD (default build/). Needs root (eBPF) and a build (seqpointd,
 seqpoint, build/sdk/python).
 """
@@ -46,14 +59,22 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOOP = os.path.join(ROOT, "bench", "true_numbers", "loop.py")
 
-# (name, threads, OMP_WAIT_POLICY or None, DataLoader workers, first iteration index)
+TRAINER = os.path.join("examples", "seqpoint-train")  # under the build directory
+CORPUS = os.path.join("examples", "corpora", "ende_fillets.tsv")
+
+# (name, threads, OMP_WAIT_POLICY or None, DataLoader workers, first iteration index, kind)
+# kind: "py" (loop.py), "busy" (loop.py, CPUs shared with busy processes from a third of the
+# run on), "libtorch" (seqpoint-train)
 CONFIGS = [
-    ("t1", 1, None, 0, 0), ("t1-passive", 1, "PASSIVE", 0, 0),
-    ("t2", 2, None, 0, 0), ("t2-passive", 2, "PASSIVE", 0, 0),
-    ("t4", 4, None, 0, 0), ("t4-passive", 4, "PASSIVE", 0, 0),
-    ("t8", 8, None, 0, 0), ("t8-passive", 8, "PASSIVE", 0, 0),
-    ("t2-loader2", 2, None, 2, 0),
-    ("t2-resumed50k", 2, None, 0, 50000),
+    ("t1", 1, None, 0, 0, "py"), ("t1-passive", 1, "PASSIVE", 0, 0, "py"),
+    ("t2", 2, None, 0, 0, "py"), ("t2-passive", 2, "PASSIVE", 0, 0, "py"),
+    ("t4", 4, None, 0, 0, "py"), ("t4-passive", 4, "PASSIVE", 0, 0, "py"),
+    ("t8", 8, None, 0, 0, "py"), ("t8-passive", 8, "PASSIVE", 0, 0, "py"),
+    ("t2-loader2", 2, None, 2, 0, "py"),
+    ("t2-resumed50k", 2, None, 0, 50000, "py"),
+    ("t2-busy", 2, "PASSIVE", 0, 0, "busy"),
+    ("lt1", 1, None, 0, 0, "libtorch"), ("lt2", 2, None, 0, 0, "libtorch"),
+    ("lt4", 4, None, 0, 0, "libtorch"), ("lt8", 8, None, 0, 0, "libtorch"),
 ]
 
 
@@ -103,18 +124,27 @@ class Daemon:
         except ValueError:
             return None
 
-    def probe_flagged(self):
-        """seqpoint_collector_windows_total{where="probe_flagged"}: windows the probes sent
-        with a counter left out, since the daemon started (None when unreadable)."""
+    SERIES = {
+        "probe_flagged": 'seqpoint_collector_windows_total{where="probe_flagged"}',
+        "steal_subtracted": 'seqpoint_probe_counting_windows_total{outcome="steal_subtracted"}',
+        "steal_flagged": 'seqpoint_probe_counting_windows_total{outcome="steal_flagged"}',
+    }
+
+    def counts(self):
+        """The daemon's counts since it started ({name: int} of SERIES; None when unreadable):
+        windows the probes sent with a counter left out, and with steal subtracted / left out
+        for steal."""
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port,
                                         timeout=5) as r:
+                out = {}
                 for line in r.read().decode().splitlines():
-                    if line.startswith('seqpoint_collector_windows_total{where="probe_flagged"}'):
-                        return int(float(line.split()[-1]))
+                    for k, series in self.SERIES.items():
+                        if line.startswith(series + " "):
+                            out[k] = int(float(line.split()[-1]))
+                return out
         except (OSError, ValueError):
-            pass
-        return None
+            return None
 
     def closed_run(self, key, timeout=60):
         deadline = time.time() + timeout
@@ -155,8 +185,39 @@ def stored_measurements(state_dir, key):
         db.close()
 
 
-def run_workload(d, build, out, key, name, threads, wait_policy, workers, start, iterations,
-                 seconds):
+class BusyCpus:
+    """One spinning process per CPU at the default nice level, from start() to stop(): the
+    workload (nice 10) is slowed down for real, mid-run."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self):
+        for _ in range(os.cpu_count() or 1):
+            self.procs.append(subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"]))
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.procs = []
+
+
+def reference_ns(r):
+    """The workload's own CPU time of an iteration: its threads' clocks, else the process's."""
+    return r["threads_ns"] if r.get("threads_ns", -1) >= 0 else r["cpu_ns"]
+
+
+def own_readings_disagree(r):
+    """Whether the workload's two readings of an iteration differ by more than 1%: its threads'
+    clocks miss a thread born and ended inside the iteration, the process clock reads a sibling
+    on another CPU as of its last tick. Then no reading can judge the agent to 1%."""
+    t, c = r.get("threads_ns", -1), r["cpu_ns"]
+    return t > 0 and c > 0 and abs(c - t) > 0.01 * t
+
+
+def run_loop(d, build, out, key, name, threads, wait_policy, workers, start, iterations,
+             seconds, busy):
     env = dict(os.environ, SEQPOINT_RUN_ID=key,
                PYTHONPATH=os.path.join(build, "sdk", "python"))
     env.pop("OMP_WAIT_POLICY", None)
@@ -167,6 +228,7 @@ def run_workload(d, build, out, key, name, threads, wait_policy, workers, start,
            "--iterations", str(iterations), "--workers", str(workers), "--start-iter",
            str(start), "--max-seconds", str(seconds),
            "--seed", str(sum(map(ord, name))), "--csv", trace, "--wait"]
+    hog = BusyCpus()
     with open(os.path.join(out, name + ".log"), "w") as log:
         p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=log, stderr=log,
                              text=True)
@@ -180,11 +242,57 @@ def run_workload(d, build, out, key, name, threads, wait_policy, workers, start,
             p.stdin.close()
         except BrokenPipeError:
             pass
-        rc = p.wait()
+        try:
+            if busy:
+                try:
+                    rc = p.wait(timeout=seconds / 3)
+                except subprocess.TimeoutExpired:
+                    hog.start()
+                    rc = p.wait()
+            else:
+                rc = p.wait()
+        finally:
+            hog.stop()
     if rc != 0:
         die("workload %s failed (exit %d), see %s" % (name, rc, log.name))
     with open(trace) as f:
         return [{k: int(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def run_trainer(build, out, key, name, threads, iterations, seconds):
+    """seqpoint-train (libtorch) for `iterations`, stopped after 4 x `seconds` (it writes its
+    trace every 200 rows and at its end, so a stopped trainer loses its last rows: it is given
+    room to finish); its trace rows."""
+    trace = os.path.join(out, name + ".csv")
+    env = dict(os.environ, SEQPOINT_RUN_ID=key)
+    cmd = ["nice", "-n", "10", os.path.join(build, TRAINER), "--corpus",
+           os.path.join(build, CORPUS), "--threads", str(threads), "--iterations",
+           str(iterations), "--trace", trace, "--log-every", "1000000",
+           # A small model (about 0.2 s an iteration on 2 loaded CPUs), so a run holds enough
+           # measured iterations within --seconds.
+           "--hidden", "32", "--vocab", "1000", "--batch-size", "8", "--max-len", "24",
+           "--seed", str(sum(map(ord, name)))]
+    with open(os.path.join(out, name + ".log"), "w") as log:
+        p = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+        try:
+            rc = p.wait(timeout=4 * seconds)
+        except subprocess.TimeoutExpired:
+            # Stopped early: the trace keeps every row up to its last flush (200 rows).
+            p.terminate()
+            p.wait()
+            rc = 0
+    if rc != 0:
+        die("trainer %s failed (exit %d), see %s" % (name, rc, log.name))
+    rows = []
+    with open(trace) as f:
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            if not r.get("iter") or not r.get("time_ns"):
+                continue
+            cpu = r.get("cpu_ns") or ""
+            rows.append({"iter": int(r["iter"]), "wall_ns": int(float(r["time_ns"])),
+                         "cpu_ns": int(float(cpu)) if cpu else -1,
+                         "threads_ns": int(float(cpu)) if cpu else -1})
+    return [r for r in rows if r["cpu_ns"] >= 0]
 
 
 def pct(a, b):
@@ -202,7 +310,7 @@ def projection_cell(p, actual):
                              " (unbounded)" if unbounded else "")
 
 
-def analyse(name, rows, stored, run, show, probe_flagged):
+def analyse(name, rows, stored, run, show, probe_flagged, steal):
     own = {r["iter"]: r for r in rows}
     measured = [it for it in stored if it in own]
     # Observer-effect controls are measured with no collector by design (their time is the
@@ -210,22 +318,28 @@ def analyse(name, rows, stored, run, show, probe_flagged):
     controls = [it for it in measured if "observer:control" in stored[it]]
     counted = [it for it in measured if "observer:control" not in stored[it]]
     with_tc = [it for it in counted if "perf:task-clock" in stored[it]]
-    errs = sorted(abs(pct(stored[it]["perf:task-clock"], own[it]["cpu_ns"])) for it in with_tc)
+    unsure = [it for it in with_tc if own_readings_disagree(own[it])]
+    with_tc = [it for it in with_tc if not own_readings_disagree(own[it])]
+    errs = sorted(abs(pct(stored[it]["perf:task-clock"], reference_ns(own[it])))
+                  for it in with_tc)
     proj = (show or {}).get("projections", {})
-    cpu_total = sum(r["cpu_ns"] for r in rows)
+    cpu_total = sum(reference_ns(r) for r in rows)
     wall_total = sum(r["wall_ns"] for r in rows)
     n = len(with_tc)
     return {
         "name": name, "iterations": len(rows), "measured": len(measured),
         "controls": len(controls), "counted": len(counted), "with_tc": n,
-        "flagged": len(counted) - n, "probe_flagged": probe_flagged,
+        "unsure": len(unsure), "flagged": len(counted) - n - len(unsure),
+        "probe_flagged": probe_flagged,
         "w1": sum(e <= 1 for e in errs), "w3": sum(e <= 3 for e in errs),
         "worst": errs[-1] if errs else float("nan"),
         "unobserved": (run or {}).get("unobserved", "?"),
         "tc": projection_cell(proj.get("perf:task-clock"), cpu_total),
         "time": projection_cell(proj.get("time_ns"), wall_total),
-        "per_iter": [(it, own[it]["cpu_ns"], stored[it].get("perf:task-clock"),
-                      own[it]["wall_ns"]) for it in sorted(measured)],
+        "per_iter": [(it, reference_ns(own[it]), own[it]["cpu_ns"],
+                      stored[it].get("perf:task-clock"), own[it]["wall_ns"])
+                     for it in sorted(measured)],
+        "steal": steal,
     }
 
 
@@ -234,17 +348,19 @@ def share(k, n):
 
 
 def print_header():
-    print("| run | iterations | measured | controls | flagged, left out | task-clock within 1% "
-          "| within 3% | worst | unobserved | task-clock projected | time projected |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| run | iterations | measured | controls | flagged, left out | own readings disagree "
+          "| task-clock within 1% | within 3% | worst | unobserved | task-clock projected "
+          "| time projected | steal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def print_row(r):
-    print("| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+    print("| %s | %d | %d | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
         r["name"], r["iterations"], r["measured"], r["controls"],
-        share(r["flagged"], r["counted"]) + flag_note(r),
+        share(r["flagged"], r["counted"]) + flag_note(r), r["unsure"],
         share(r["w1"], r["with_tc"]), share(r["w3"], r["with_tc"]),
-        "%.2f%%" % r["worst"] if r["with_tc"] else "-", r["unobserved"], r["tc"], r["time"]),
+        "%.2f%%" % r["worst"] if r["with_tc"] else "-", r["unobserved"], r["tc"], r["time"],
+        "%d / %d" % r["steal"] if r["steal"] else "?"),
         flush=True)
 
 
@@ -256,15 +372,16 @@ def flag_note(r):
 
 def print_total(results):
     tot = {"measured": 0, "controls": 0, "counted": 0, "with_tc": 0, "flagged": 0, "w1": 0,
-           "w3": 0, "iterations": 0}
+           "w3": 0, "iterations": 0, "unsure": 0}
     worst = 0.0
     for r in results:
         for k in tot:
             tot[k] += r[k]
         if r["with_tc"]:
             worst = max(worst, r["worst"])
-    print("| all | %d | %d | %d | %s | %s | %s | %.2f%% | | | |" % (
+    print("| all | %d | %d | %d | %s | %d | %s | %s | %.2f%% | | | | |" % (
         tot["iterations"], tot["measured"], tot["controls"], share(tot["flagged"], tot["counted"]),
+        tot["unsure"],
         share(tot["w1"], tot["with_tc"]), share(tot["w3"], tot["with_tc"]), worst))
 
 
@@ -282,38 +399,52 @@ def main():
     if not os.path.exists(os.path.join(build, "sdk", "python", "seqpoint_probe",
                                        "__init__.py")):
         die("%s/sdk/python missing: build first" % build)
-    out = a.out or tempfile.mkdtemp(prefix="seqpoint-true-numbers.")
-    os.makedirs(out, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
     configs = [c for c in CONFIGS if not only or c[0] in only]
+    if only - {c[0] for c in CONFIGS}:
+        die("unknown run names: %s (known: %s)" % (", ".join(sorted(only - {c[0] for c in CONFIGS})),
+                                                   ", ".join(c[0] for c in CONFIGS)))
+    if any(c[5] == "libtorch" for c in configs):
+        for f in (TRAINER, CORPUS):
+            if not os.path.exists(os.path.join(build, f)):
+                die("%s/%s missing: build first (spbuild --target seqpoint-train), or leave "
+                    "the lt* runs out with --only" % (build, f))
+    out = a.out or tempfile.mkdtemp(prefix="seqpoint-true-numbers.")
+    os.makedirs(out, exist_ok=True)
     prefix = "tn-%d-" % os.getpid()
     d = Daemon(build, out, prefix)
     results = []
     load_before = open("/proc/loadavg").read().split()[:3]
     print_header()
     try:
-        for name, threads, policy, workers, start in configs:
+        for name, threads, policy, workers, start, kind in configs:
             key = prefix + name
-            flagged_before = d.probe_flagged()
-            rows = run_workload(d, build, out, key, name, threads, policy, workers, start,
-                                a.iterations, a.seconds)
+            before = d.counts()
+            if kind == "libtorch":
+                rows = run_trainer(build, out, key, name, threads, a.iterations, a.seconds)
+            else:
+                rows = run_loop(d, build, out, key, name, threads, policy, workers, start,
+                                a.iterations, a.seconds, kind == "busy")
             run = d.closed_run(key)
             if run is None:
                 die("run %s did not close, see %s/seqpointd.log" % (key, out))
             show = d.cli_json("show", key)
-            flagged_after = d.probe_flagged()
-            pf = (flagged_after - flagged_before
-                  if None not in (flagged_before, flagged_after) else None)
+            after = d.counts()
+            delta = ({k: after.get(k, 0) - before.get(k, 0) for k in Daemon.SERIES}
+                     if None not in (before, after) else None)
+            pf = delta["probe_flagged"] if delta else None
+            steal = (delta["steal_subtracted"], delta["steal_flagged"]) if delta else None
             with open(os.path.join(out, name + ".show.json"), "w") as f:
                 json.dump({"run": run, "show": show, "probe_flagged": pf}, f, indent=1)
             stored = stored_measurements(d.state, key)
             if stored is None:
                 die("run %s not in the store %s/state.db" % (key, d.state))
-            r = analyse(name, rows, stored, run, show, pf)
+            r = analyse(name, rows, stored, run, show, pf, steal)
             with open(os.path.join(out, name + ".measured.csv"), "w") as f:
-                f.write("iter,own_cpu_ns,task_clock_ns,own_wall_ns\n")
-                for it, c, tc, w in r["per_iter"]:
-                    f.write("%d,%d,%s,%d\n" % (it, c, "" if tc is None else "%.0f" % tc, w))
+                f.write("iter,own_cpu_ns,own_process_clock_ns,task_clock_ns,own_wall_ns\n")
+                for it, c, pc, tc, w in r["per_iter"]:
+                    f.write("%d,%d,%d,%s,%d\n" % (it, c, pc, "" if tc is None else "%.0f" % tc,
+                                                  w))
             results.append(r)
             print_row(r)
     finally:

@@ -121,7 +121,7 @@ inline bool IsAbsent(const Status& s) {
 
 // A vendor library answered that its counters are busy or locked by another tool (NVML's
 // NVML_ERROR_IN_USE, ROCm SMI's RSMI_STATUS_BUSY): a profiler holds them. The agent then backs
-// off that process's collectors (agent/runs/collector_backoff.h) instead of retrying each
+// off that process's collectors (agent/measure/collector_backoff.h) instead of retrying each
 // iteration. Unavailable, so callers that do not know the marker treat it as a transient error.
 inline constexpr std::string_view kCountersBusyMarker = "counters busy: ";
 inline Status CountersBusy(const std::string& m) {

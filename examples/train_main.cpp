@@ -2,23 +2,29 @@
 // transformer) with libtorch on the CPU and writes one trace row per iteration
 // (docs/trace-csv.md):
 //
-//   iter, seq_len, batch, tokens, epoch, time_ns, task_clock_ns, page_faults, context_switches
+//   iter, seq_len, batch, tokens, epoch, time_ns, task_clock_ns, page_faults, context_switches,
+//   cpu_ns
 //
 // seq_len = padded source length of the batch; batch = sentences; tokens = real source +
 // target words (no padding, no begin/end markers); time_ns = steady_clock wall time of the
 // whole iteration (id tensors, forward, backward, clipping, Adam step; the padded batch is
 // built before, as a prefetching data loader would); the perf columns are
-// this process's software counters over the same span (empty when perf_event_open is refused).
+// this process's software counters over the same span (empty when perf_event_open is refused);
+// cpu_ns = every thread's own CPU clock, summed, read right inside the markers (empty when a
+// thread ended inside the iteration): what bench/true_numbers.py holds the agent against.
 // Each iteration is framed by the USDT probes seqpoint:iteration_begin/end.
 //
 // Order matters: the perf counters are opened first, before libtorch starts worker threads,
 // so that inherit=1 covers them (perf_self_counters.h).
+#include <dirent.h>
 #include <seqpoint/usdt.h>
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -33,8 +39,42 @@ namespace seqpoint::examples {
 namespace {
 
 constexpr const char* kMetricNames[] = {"time_ns", "task_clock_ns", "page_faults",
-                                        "context_switches"};
+                                        "context_switches", "cpu_ns"};
 constexpr uint64_t kFlushEvery = 200;  // rows; a killed run keeps all but the last few
+
+// Every thread's own CPU clock, summed ({tid: ns}): the process's CPU time as its threads' own
+// clocks read it. Not CLOCK_PROCESS_CPUTIME_ID, which reads a sibling running on another CPU as
+// of that CPU's last tick; a thread's clock brings it up to now (task_sched_runtime).
+std::map<pid_t, uint64_t> ThreadsCpuNs() {
+  std::map<pid_t, uint64_t> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (dirent* d = readdir(dir)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(d->d_name));
+    timespec ts{};
+    // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), as pthread_getcpuclockid builds it.
+    const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+    if (tid > 0 && clock_gettime(clock, &ts) == 0) {
+      out[tid] =
+          static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+// CPU time between two ThreadsCpuNs readings; NaN when a thread ended in between (unreadable).
+double CpuBetween(const std::map<pid_t, uint64_t>& a, const std::map<pid_t, uint64_t>& b) {
+  double sum = 0;
+  for (const auto& [tid, ns] : a) {
+    if (b.count(tid) == 0) return std::nan("");
+  }
+  for (const auto& [tid, ns] : b) {
+    auto it = a.find(tid);
+    sum += static_cast<double>(ns - (it == a.end() ? 0 : it->second));
+  }
+  return sum;
+}
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "seqpoint-train: %s\n", s.ToString().c_str());
@@ -165,6 +205,7 @@ int Run(const TrainOptions& o) {
       SelfCounterValues before, after;
       bool counted = perf != nullptr;
       SEQPOINT_ITERATION_BEGIN(iter, batch.src_len, batch.batch, batch.tokens);
+      const auto cpu0 = ThreadsCpuNs();
       if (counted) {
         auto r = perf->Read();
         counted = r.ok();
@@ -178,6 +219,7 @@ int Run(const TrainOptions& o) {
         counted = r.ok();
         if (counted) after = *r;
       }
+      const double cpu_ns = CpuBetween(cpu0, ThreadsCpuNs());
       SEQPOINT_ITERATION_END(iter);
       if (!loss.ok()) return Fail(loss.status().WithContext("iteration " + std::to_string(iter)));
 
@@ -185,9 +227,10 @@ int Run(const TrainOptions& o) {
           std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
       if (trace) {
         const double nan = std::nan("");
-        double m[4] = {ns, counted ? double(after.task_clock_ns - before.task_clock_ns) : nan,
+        double m[5] = {ns, counted ? double(after.task_clock_ns - before.task_clock_ns) : nan,
                        counted ? double(after.page_faults - before.page_faults) : nan,
-                       counted ? double(after.context_switches - before.context_switches) : nan};
+                       counted ? double(after.context_switches - before.context_switches) : nan,
+                       cpu_ns};
         TraceRow row;
         row.iter = iter;
         row.seq_len = batch.src_len;

@@ -251,6 +251,13 @@ Slot SlotFor(FieldId id, GpuMetrics& m) {
       return Integer(&m.system_clock_ns);
     case F::kFirmwareTimestamp:
       return Integer(&m.firmware_timestamp_10ns);
+    case F::kXgmiReadDataAcc:
+      return Array(Q::kPlain, &m.xgmi_read_kb);
+    case F::kXgmiWriteDataAcc:
+      return Array(Q::kPlain, &m.xgmi_write_kb);
+    case F::kNumPartition:
+      return Integer(&m.num_partition);
+    case F::kXcpStats:  // nested blocks: DecodeXcpStats
     case F::kSkip:
     case F::kHeader:
       break;
@@ -327,6 +334,28 @@ Status HeaderError(std::string_view source, size_t bytes, uint16_t structure_siz
                      SupportedRevisions() + "); update seqpoint for newer kernels");
 }
 
+// The per-partition blocks: gfx_busy_acc[] of each of the `count` xcp_stats elements at
+// `offset`, each `element_size` bytes. Read after num_partition (which precedes them).
+void DecodeXcpStats(std::span<const uint8_t> bytes, size_t offset, const FieldSpec& f,
+                    GpuMetrics& m) {
+  const uint32_t busy = XcpGfxBusyAccOffset(f.size);
+  if (busy == UINT32_MAX) return;  // cannot happen: every nested size is listed
+  const size_t partitions =
+      std::min<size_t>({f.count, m.xcp.size(), m.num_partition.value_or(f.count)});
+  for (size_t x = 0; x < partitions; ++x) {
+    XcpAccumulators& acc = m.xcp[x];
+    for (size_t c = 0; c < acc.gfx_busy_acc.size(); ++c) {
+      const size_t at = offset + x * f.size + busy + c * 8;
+      if (at + 8 > m.structure_size) return;
+      const uint64_t raw = ReadLe(bytes.data() + at, 8);
+      if (raw == AllOnes(8)) continue;  // XCC slot not in this partition
+      acc.gfx_busy_acc[c] = raw;
+      acc.present |= static_cast<uint8_t>(1u << c);
+    }
+  }
+  m.xcp_count = static_cast<uint8_t>(partitions);
+}
+
 }  // namespace
 
 Result<GpuMetrics> DecodeGpuMetrics(std::span<const uint8_t> bytes, std::string_view source) {
@@ -356,6 +385,10 @@ Result<GpuMetrics> DecodeGpuMetrics(std::span<const uint8_t> bytes, std::string_
   const UnitRules& units = layout->units;
   for (size_t i = 0; i < layout->fields.size(); ++i) {
     const FieldSpec& f = layout->fields[i];
+    if (f.id == FieldId::kXcpStats) {
+      DecodeXcpStats(bytes, layout->offsets[i], f, m);
+      continue;
+    }
     if (f.id == FieldId::kSkip || f.id == FieldId::kHeader) continue;
     if (f.id == FieldId::kCurrSocketPower) m.power.socket_is_instantaneous = true;
     if (f.id == FieldId::kEnergyAccumulator) {

@@ -59,7 +59,15 @@ struct Instances {
   }
 };
 using CoreInstances = Instances<16>;  // per CPU core (v3_0 has 16)
-using SmallInstances = Instances<8>;  // HBM stacks, L3 slices, XCC clocks, VCN instances
+using SmallInstances = Instances<8>;  // HBM stacks, L3 slices, XCC clocks, VCN instances,
+                                      // XGMI links
+
+// One partition (XCP) of a partitioned part (MI300 CPX/DPX modes; gpu_metrics v1_6+ xcp_stats):
+// gfx_busy_acc per XCC, accumulated % summed at each PMFW update like gfx_activity_acc.
+struct XcpAccumulators {
+  std::array<uint64_t, 8> gfx_busy_acc{};  // meaningful where `present` has the bit
+  uint8_t present = 0;                     // bit i: XCC slot i is populated
+};
 
 struct Temperatures {                                                // degrees C
   std::optional<double> edge, hotspot, mem, vr_gfx, vr_soc, vr_mem;  // discrete GPUs
@@ -125,11 +133,18 @@ struct GpuMetrics {
   std::optional<double> pcie_link_width, pcie_link_speed_gts;
   std::optional<double> voltage_soc_v, voltage_gfx_v, voltage_mem_v, voltage_cpu_v;
   std::optional<double> current_cpu_a, current_soc_a, current_gfx_a;
-  // Accumulators, as read (collectors/energy/gpu_metrics_window.h takes them over a window):
+  // Accumulators, as read (gpu_metrics_window.h takes them over a window):
   // gfx/mem activity summed at each PMFW update ("Utilization Accumulated (%)", v1_1+; divide
   // a window's delta by the updates in it: accumulation_counter on v1_6+, else firmware time),
   // PCIe bandwidth summed per update (v1_4+; GB/s on v1_4/v1_5, Mbps from v1_6).
   std::optional<uint64_t> gfx_activity_acc, mem_activity_acc, pcie_bandwidth_acc;
+  // Per XGMI link, data read / written since the driver loaded, in KB (v1_4+).
+  SmallInstances xgmi_read_kb, xgmi_write_kb;
+  // Partitions: num_partition (v1_6+) and, for each of the first num_partition xcp_stats
+  // blocks, its accumulators (xcp_count of them; partitions without any XCC populated too).
+  std::optional<uint64_t> num_partition;
+  std::array<XcpAccumulators, 8> xcp{};
+  uint8_t xcp_count = 0;
   std::optional<uint64_t> system_clock_ns;          // driver timestamp (boottime ns)
   std::optional<uint64_t> firmware_timestamp_10ns;  // PMFW timestamp
 };

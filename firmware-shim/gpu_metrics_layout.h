@@ -109,6 +109,13 @@ enum class FieldId : uint8_t {
   kGfxActivityAcc,
   kMemActivityAcc,
   kPcieBandwidthAcc,
+  // Per-link XGMI data accumulators (KB, v1_4+), the partition count and the per-partition
+  // blocks (xcp_stats[], v1_6+: their gfx_busy_acc per XCC is decoded by the caller, whose
+  // offset inside the block XcpGfxBusyAccOffset gives).
+  kXgmiReadDataAcc,
+  kXgmiWriteDataAcc,
+  kNumPartition,
+  kXcpStats,
 };
 
 // One struct member: `count` elements of `size` bytes aligned to `align`.
@@ -196,6 +203,10 @@ struct LayoutInfo {
   std::span<const uint16_t> offsets;
   UnitRules units;
 };
+
+// Offset of gfx_busy_acc[] inside one xcp_stats element of `element_size` bytes
+// (amdgpu_xcp_metrics 168, _v1_1 232, _v1_2 440); UINT32_MAX for another size.
+uint32_t XcpGfxBusyAccOffset(uint32_t element_size);
 
 // Every known layout, ordered by (format, content, size).
 std::span<const LayoutInfo> AllLayouts();

@@ -54,7 +54,9 @@ static_assert(ComputeLayout(kXcpMetricsV11).size == 232);
 static_assert(ComputeLayout(kXcpMetricsV12).size == 440);
 
 constexpr FieldSpec XcpStats(const auto& nested) {
-  return Nested("xcp_stats", ComputeLayout(nested).size, ComputeLayout(nested).align, kXcp);
+  FieldSpec f = Nested("xcp_stats", ComputeLayout(nested).size, ComputeLayout(nested).align, kXcp);
+  f.id = F::kXcpStats;
+  return f;
 }
 
 // --- format 1: discrete GPUs -------------------------------------------------------------
@@ -110,7 +112,7 @@ constexpr std::array kV1_0 = {Header(),
       U16(F::kCurDclk1, "current_dclk1"), U32(F::kThrottleStatus, "throttle_status"),              \
       U16(F::kFanSpeedRpm, "current_fan_speed"), U16(F::kPcieLinkWidth, "pcie_link_width"),        \
       U16(F::kPcieLinkSpeed, "pcie_link_speed"), U16(F::kSkip, "padding"),                         \
-      U32(F::kGfxActivityAcc, "gfx_activity_acc"), U32(F::kMemActivityAcc, "mem_activity_acc"),                        \
+      U32(F::kGfxActivityAcc, "gfx_activity_acc"), U32(F::kMemActivityAcc, "mem_activity_acc"),    \
       U16(F::kTempHbm, "temperature_hbm", kHbm)
 
 constexpr std::array kV1_1 = {SEQPOINT_V1_1_MEMBERS};
@@ -132,7 +134,7 @@ constexpr std::array kV1_3 = {SEQPOINT_V1_1_MEMBERS,
       U16(F::kGfxActivity, "average_gfx_activity"), U16(F::kUmcActivity, "average_umc_activity")
 // The PCIe counters of v1_4 (v1_5+ add two NAK counters after them).
 #define SEQPOINT_V1_4_PCIE                                                                 \
-  U64(F::kPcieBandwidthAcc, "pcie_bandwidth_acc"), U64(F::kSkip, "pcie_bandwidth_inst"),               \
+  U64(F::kPcieBandwidthAcc, "pcie_bandwidth_acc"), U64(F::kSkip, "pcie_bandwidth_inst"),   \
       U64(F::kSkip, "pcie_l0_to_recov_count_acc"), U64(F::kSkip, "pcie_replay_count_acc"), \
       U64(F::kSkip, "pcie_replay_rover_count_acc")
 #define SEQPOINT_V1_5_NAK \
@@ -152,8 +154,9 @@ constexpr std::array kV1_3 = {SEQPOINT_V1_1_MEMBERS,
       U32(F::kSocketThmResidencyAcc, "socket_thm_residency_acc"), \
       U32(F::kVrThmResidencyAcc, "vr_thm_residency_acc"),         \
       U32(F::kHbmThmResidencyAcc, "hbm_thm_residency_acc")
-#define SEQPOINT_XGMI_DATA \
-  U64(F::kSkip, "xgmi_read_data_acc", kXgmiLinks), U64(F::kSkip, "xgmi_write_data_acc", kXgmiLinks)
+#define SEQPOINT_XGMI_DATA                                    \
+  U64(F::kXgmiReadDataAcc, "xgmi_read_data_acc", kXgmiLinks), \
+      U64(F::kXgmiWriteDataAcc, "xgmi_write_data_acc", kXgmiLinks)
 
 constexpr std::array kV1_4 = {SEQPOINT_V1_4_HEAD,
                               U16(F::kVcnActivity, "vcn_activity", kVcn),
@@ -208,7 +211,7 @@ constexpr std::array kV1_6 = {SEQPOINT_V1_4_HEAD,
                               SEQPOINT_XGMI_DATA,
                               U64(F::kFirmwareTimestamp, "firmware_timestamp"),
                               SEQPOINT_V1_4_CLOCKS,
-                              U16(F::kSkip, "num_partition"),
+                              U16(F::kNumPartition, "num_partition"),
                               XcpStats(kXcpMetrics),
                               U32(F::kSkip, "pcie_lc_perf_other_end_recovery")};
 // v1_7 and v1_8 differ only in the xcp_stats element type.
@@ -219,7 +222,7 @@ constexpr std::array kV1_6 = {SEQPOINT_V1_4_HEAD,
       U32(F::kSkip, "gfxclk_lock_status"), SEQPOINT_V1_4_LINKS, SEQPOINT_V1_4_PCIE,         \
       SEQPOINT_V1_5_NAK, SEQPOINT_XGMI_DATA, U16(F::kSkip, "xgmi_link_status", kXgmiLinks), \
       U16(F::kSkip, "padding"), U64(F::kFirmwareTimestamp, "firmware_timestamp"),           \
-      SEQPOINT_V1_4_CLOCKS, U16(F::kSkip, "num_partition"), XcpStats(xcp),                  \
+      SEQPOINT_V1_4_CLOCKS, U16(F::kNumPartition, "num_partition"), XcpStats(xcp),          \
       U32(F::kSkip, "pcie_lc_perf_other_end_recovery")
 constexpr std::array kV1_7 = {SEQPOINT_V1_7_MEMBERS(kXcpMetricsV11)};
 constexpr std::array kV1_8 = {SEQPOINT_V1_7_MEMBERS(kXcpMetricsV12)};
@@ -424,6 +427,22 @@ constexpr std::array kLayouts = {
 }  // namespace
 
 std::span<const LayoutInfo> AllLayouts() { return kLayouts; }
+
+uint32_t XcpGfxBusyAccOffset(uint32_t element_size) {
+  static_assert(OffsetOf(kXcpMetrics, "gfx_busy_acc") == 104);
+  static_assert(OffsetOf(kXcpMetricsV11, "gfx_busy_acc") == 104);
+  static_assert(OffsetOf(kXcpMetricsV12, "gfx_busy_acc") == 120);
+  switch (element_size) {
+    case ComputeLayout(kXcpMetrics).size:
+      return OffsetOf(kXcpMetrics, "gfx_busy_acc");
+    case ComputeLayout(kXcpMetricsV11).size:
+      return OffsetOf(kXcpMetricsV11, "gfx_busy_acc");
+    case ComputeLayout(kXcpMetricsV12).size:
+      return OffsetOf(kXcpMetricsV12, "gfx_busy_acc");
+    default:
+      return UINT32_MAX;
+  }
+}
 
 const LayoutInfo* FindLayout(uint8_t format, uint8_t content, uint16_t structure_size,
                              uint16_t* known_size) {

@@ -5,6 +5,7 @@
 // d(acc) / d(accumulation_counter).
 #include "firmware-shim/gpu_metrics_window.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace seqpoint::firmware {
@@ -20,6 +21,54 @@ std::optional<uint64_t> Delta(const std::optional<uint64_t>& a, const std::optio
     return std::nullopt;
   }
   return *b - *a;
+}
+
+// Per link: the KB moved, each link on its own (a link that went back is left out alone).
+void LinkDeltas(const SmallInstances& a, const SmallInstances& b, const char* what,
+                std::vector<std::optional<double>>* out, std::vector<std::string>* left_out) {
+  if (!a.any() || !b.any()) return;
+  out->assign(std::min(a.count, b.count), std::nullopt);
+  for (size_t l = 0; l < out->size(); ++l) {
+    auto x = a.at(l), y = b.at(l);
+    if (!x || !y) continue;
+    if (*y < *x) {
+      left_out->push_back(std::string(what) + " link " + std::to_string(l) +
+                          ": the accumulator went back (GPU reset or driver reload)");
+      continue;
+    }
+    (*out)[l] = *y - *x;
+  }
+}
+
+// Per partition: the mean busy % of its XCCs over the window's PMFW updates.
+void PartitionBusy(const GpuMetrics& a, const GpuMetrics& b, std::optional<uint64_t> updates,
+                   GpuMetricsWindow* w) {
+  const size_t n = std::min(a.xcp_count, b.xcp_count);
+  if (n == 0) return;
+  if (!updates) {
+    w->left_out.push_back("xcp gfx_busy: no PMFW update count for the window");
+    return;
+  }
+  w->xcp_gfx_busy_pct.assign(n, std::nullopt);
+  for (size_t x = 0; x < n; ++x) {
+    const XcpAccumulators &p = a.xcp[x], &q = b.xcp[x];
+    double sum = 0;
+    int xccs = 0;
+    bool back = false;
+    for (size_t c = 0; c < p.gfx_busy_acc.size(); ++c) {
+      if (((p.present & q.present) >> c & 1u) == 0) continue;
+      if (q.gfx_busy_acc[c] < p.gfx_busy_acc[c]) back = true;
+      sum += static_cast<double>(q.gfx_busy_acc[c] - p.gfx_busy_acc[c]);
+      ++xccs;
+    }
+    if (back) {
+      w->left_out.push_back("xcp " + std::to_string(x) +
+                            " gfx_busy: the accumulator went back (GPU reset)");
+      continue;
+    }
+    if (xccs == 0) continue;  // a partition with no XCC populated
+    w->xcp_gfx_busy_pct[x] = sum / xccs / static_cast<double>(*updates);
+  }
 }
 
 }  // namespace
@@ -97,6 +146,9 @@ Result<GpuMetricsWindow> WindowOf(const GpuMetrics& a, const GpuMetrics& b) {
        &w.socket_thermal_fraction);
   mean(ta.vr_thermal_acc, tb.vr_thermal_acc, "vr_thm_residency", &w.vr_thermal_fraction);
   mean(ta.hbm_thermal_acc, tb.hbm_thermal_acc, "hbm_thm_residency", &w.hbm_thermal_fraction);
+  LinkDeltas(a.xgmi_read_kb, b.xgmi_read_kb, "xgmi_read", &w.xgmi_read_kb, &w.left_out);
+  LinkDeltas(a.xgmi_write_kb, b.xgmi_write_kb, "xgmi_write", &w.xgmi_write_kb, &w.left_out);
+  PartitionBusy(a, b, updates, &w);
   return w;
 }
 

@@ -17,8 +17,13 @@
 // A counter that went back (GPU reset, driver reload) voids what depends on it; a table of
 // another revision than the first voids the window. Pure functions, any thread.
 //
-// Partitioned parts (MI300 XCP modes): per-partition accumulators (xcp_stats[].gfx_busy_acc)
-// and per-link XGMI accumulators are decoded as opaque members and not windowed here.
+//   xgmi_read_kb, xgmi_write_kb  per XGMI link, KB moved in the window: d(xgmi_*_data_acc[l])
+//                                (v1_4+; a link the ASIC leaves 0xFF.. is absent)
+//   xcp_gfx_busy_pct             per partition (XCP, v1_6+ xcp_stats, the first num_partition):
+//                                percent, the mean over its populated XCCs of
+//                                d(gfx_busy_acc[xcc]) / d(accumulation_counter). On a
+//                                partitioned part the device-wide gfx_activity is retired
+//                                (device-metrics-exporter #139): these are the values to read.
 #pragma once
 
 #include <optional>
@@ -38,7 +43,9 @@ struct GpuMetricsWindow {
       vr_thermal_fraction, hbm_thermal_fraction;
   std::optional<uint64_t> updates;  // PMFW metrics updates in the window (accumulation_counter)
   std::optional<double> elapsed_ns;
-  std::vector<std::string> left_out;  // "gfx_activity: ...why"
+  std::vector<std::optional<double>> xgmi_read_kb, xgmi_write_kb;  // per link; empty: none
+  std::vector<std::optional<double>> xcp_gfx_busy_pct;             // per partition
+  std::vector<std::string> left_out;                               // "gfx_activity: ...why"
 };
 
 // The window from table `begin` to table `end` of one GPU.

@@ -119,4 +119,77 @@ TEST_CASE("gpu_metrics window: v1_6 accumulators over accumulation_counter") {
   CHECK(Has(*same, "no PMFW metrics update in the window"));
 }
 
+TEST_CASE("gpu_metrics window: per-partition (XCP) gfx busy and per-link XGMI data, v1_8") {
+  // An MI300X in DPX mode as smu_v13_0_6 fills gpu_metrics_v1_8: 2 partitions of 4 XCCs each,
+  // 7 XGMI links populated and the 8th left 0xFF; every other member 0xFF.
+  uint16_t size = 0;
+  REQUIRE(FindLayout(1, 8, 0, &size) == nullptr);
+  REQUIRE(size != 0);
+  const size_t xcp = Offset(1, 8, size, "xcp_stats");
+  const uint32_t element = 440, busy = XcpGfxBusyAccOffset(element);
+  REQUIRE(busy == 120);
+  auto table = [&](uint64_t updates, uint64_t busy0, uint64_t busy1, uint64_t kb) {
+    std::vector<uint8_t> t(size, 0xFF);
+    Put(t, 0, 2, size);
+    t[2] = 1;
+    t[3] = 8;
+    Put(t, Offset(1, 8, size, "accumulation_counter"), 4, updates);
+    Put(t, Offset(1, 8, size, "num_partition"), 2, 2);
+    for (unsigned c = 0; c < 4; ++c) {  // XCC c busy (c + 1) x the partition's base
+      Put(t, xcp + busy + 8 * c, 8, busy0 * (c + 1));
+      Put(t, xcp + element + busy + 8 * c, 8, busy1 * (c + 1));
+    }
+    for (unsigned l = 0; l < 7; ++l) {
+      Put(t, Offset(1, 8, size, "xgmi_read_data_acc") + 8 * l, 8, kb * (l + 1));
+      Put(t, Offset(1, 8, size, "xgmi_write_data_acc") + 8 * l, 8, 2 * kb * (l + 1));
+    }
+    return MustDecode(t);
+  };
+  GpuMetrics a = table(1000, 10'000, 20'000, 1'000'000);
+  CHECK(a.num_partition == 2u);
+  REQUIRE(a.xcp_count == 2);
+  CHECK(a.xcp[0].present == 0x0F);
+  CHECK(a.xcp[1].gfx_busy_acc[3] == 80'000);
+  CHECK(a.xgmi_read_kb.at(6) == doctest::Approx(7e6));
+  CHECK_FALSE(a.xgmi_read_kb.at(7).has_value());
+  // 500 PMFW updates later.
+  GpuMetrics b = table(1500, 10'000 + 5'000, 20'000 + 15'000, 1'000'000 + 4096);
+  auto w = WindowOf(a, b);
+  REQUIRE_MESSAGE(w.ok(), w.status().ToString());
+  REQUIRE(w->xcp_gfx_busy_pct.size() == 2);
+  // XCC c of partition 0 gained 5000 (c + 1) over 500 updates: 10 (c + 1) %, mean 25 %.
+  CHECK(*w->xcp_gfx_busy_pct[0] == doctest::Approx(25.0));
+  // Partition 1: 15000 (c + 1) / 500 = 30 (c + 1) %, mean 75 %.
+  CHECK(*w->xcp_gfx_busy_pct[1] == doctest::Approx(75.0));
+  REQUIRE(w->xgmi_read_kb.size() == 8);
+  CHECK(*w->xgmi_read_kb[0] == doctest::Approx(4096.0));
+  CHECK(*w->xgmi_read_kb[6] == doctest::Approx(7 * 4096.0));
+  CHECK(*w->xgmi_write_kb[2] == doctest::Approx(2 * 3 * 4096.0));
+  CHECK_FALSE(w->xgmi_read_kb[7].has_value());  // the link the ASIC leaves unfilled
+  // A reset in the window: each partition and link is left out and named, never negative.
+  auto back = WindowOf(b, a);
+  REQUIRE(back.ok());
+  CHECK(back->xcp_gfx_busy_pct.empty());  // no update count once the counter went back
+  CHECK(Has(*back, "xcp gfx_busy: no PMFW update count"));
+  CHECK_FALSE(back->xgmi_read_kb[0].has_value());
+  CHECK(Has(*back, "xgmi_read link 0: the accumulator went back"));
+}
+
+TEST_CASE("gpu_metrics window: the real captured tables have no partitions and no XGMI") {
+  // Every captured table is gpu_metrics_v1_3 (RX 6900 XT, RX 7600S, MangoHud's dGPU) or an APU
+  // table: neither member exists there, so the window has none (absent, not zero).
+  for (const char* name : {"amdgpu-sysfs-rs_rx6900xt.bin", "amdgpu-sysfs-rs_rx7600s.bin",
+                           "mangohud_gpu_metrics.bin"}) {
+    INFO(name);
+    const GpuMetrics m = MustDecode(testing::ReadBlob(name));
+    CHECK(m.xcp_count == 0);
+    CHECK_FALSE(m.num_partition.has_value());
+    CHECK_FALSE(m.xgmi_read_kb.any());
+    auto w = WindowOf(m, m);
+    REQUIRE(w.ok());
+    CHECK(w->xcp_gfx_busy_pct.empty());
+    CHECK(w->xgmi_read_kb.empty());
+  }
+}
+
 }  // namespace seqpoint::firmware

@@ -8,6 +8,8 @@
 # Layout (unpack anywhere; nothing is written outside it):
 #   bin/seqpointd, bin/seqpoint       launchers: run libexec/<name> through the bundled loader
 #   libexec/seqpointd, libexec/seqpoint   the ELF binaries, unchanged
+#   bin/ + libexec/seqpoint-syncwatch  when the build has it (bench/gpu/sync_watch.cpp): the CUDA
+#                                     syncs of a trainer, for bench/gpu/prove.sh
 #   lib/                              private libraries: ld-linux-x86-64.so.2, libc, libstdc++,
 #                                     libbpf, libsqlite3, libssl, ... (what ldd lists)
 #   python/seqpoint_probe/            the marker module with its libseqpoint_usdt.so (static:
@@ -50,9 +52,12 @@ deps() {
   ldd "$1" | awk '/=> \// { print $3 } /^\t\/.*ld-linux/ { print $1 }'
 }
 
-for b in seqpointd seqpoint; do
+binaries="seqpointd seqpoint"
+[ -x "$build/bench/seqpoint-syncwatch" ] && binaries="$binaries seqpoint-syncwatch"
+for b in $binaries; do
   src=$build/agent/${b/seqpointd/daemon}/$b
   [ "$b" = seqpoint ] && src=$build/agent/cli/seqpoint
+  [ "$b" = seqpoint-syncwatch ] && src=$build/bench/seqpoint-syncwatch
   install -m 0755 "$src" "$root/libexec/$b"
   # Debug sections are most of a -g build's size; symbols stay (backtraces, uprobes).
   if command -v strip >/dev/null; then strip --strip-debug "$root/libexec/$b"; fi
@@ -73,7 +78,7 @@ for extra in libnss_files.so.2 libresolv.so.2 libdl.so.2 libpthread.so.0 librt.s
   fi
 done
 
-for b in seqpointd seqpoint; do
+for b in $binaries; do
   cat > "$root/bin/$b" <<LAUNCH
 #!/bin/sh
 # Runs the bundled $b with the bundle's own libraries (see MANIFEST's bundle.sh notes).

@@ -130,6 +130,13 @@ struct {
 } counter_begins SEC(".maps");
 
 struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, SP_MAX_CPUS);
+  __type(key, __u32); /* CPU */
+  __type(value, struct sp_cpu_run);
+} cpu_runs SEC(".maps");
+
+struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, SP_STAT_COUNT);
   __type(key, __u32);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -125,6 +126,12 @@ Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
 
   self->counters_why_not_ = config.counters ? CountersWhyNot() : "turned off";
   raw->rodata->counters_on = self->counters_why_not_.empty() ? 1 : 0;
+  // The CPUs whose steal time the counter path subtracts (probe_counters.bpf.h).
+  // Off where the kernel has no bpf_loop (Linux < 5.17): threads on a CPU at a probe are then
+  // counted by wall time, steal included.
+  const int cpus = libbpf_num_possible_cpus();
+  const bool loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
+  raw->rodata->steal_cpus = cpus <= 0 || !loop ? 0u : std::min<uint32_t>(cpus, SP_MAX_CPUS);
   if (!self->counters_why_not_.empty()) {
     bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
     bpf_program__set_autoload(raw->progs.sp_cnt_exec, false);

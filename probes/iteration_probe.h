@@ -70,7 +70,16 @@ enum sp_counter_flag {
   SP_COUNTERS_IMPLAUSIBLE = 1u << 3,      /* a value no process could produce (more CPU time than
                                              wall time x usable CPUs, or a count going back) */
   SP_COUNTERS_EXEC = 1u << 4,             /* the process called exec inside the window */
+  SP_COUNTERS_STOLEN = 1u << 5,           /* time the hypervisor stole from the process's threads
+                                             at a probe was large (> 1/200 of the window's CPU
+                                             time): it is subtracted (steal_ns), but the steal of
+                                             a CPU's last tick is not yet visible, so task-clock
+                                             is left out (time kinds only) */
 };
+
+/* The steal correction looks at CPUs 0..SP_MAX_CPUS-1 (the cpu_runs map); a thread on a CPU
+ * beyond them is counted by wall time, as before. */
+#define SP_MAX_CPUS 1024
 
 /* The plausibility guard, shared by the probes and the user side (and its tests): whether a
  * counter delta from `begin` to `end` of kind `kind`, over `wall_ns` of wall time in a process
@@ -107,8 +116,11 @@ struct sp_event {
   __u64 counters[SP_MAX_COUNTERS];
   __u32 counter_mask;
   __u32 counter_flags; /* enum sp_counter_flag */
+  /* Time the hypervisor stole from the process's threads while they were on a CPU across the
+   * probes, subtracted from time on a CPU (|end's - begin's|; 0 on bare metal). */
+  __u64 steal_ns;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_event) == 104, "sp_event layout");
+SP_STATIC_ASSERT(sizeof(struct sp_event) == 112, "sp_event layout");
 
 /* Open iterations, keyed by process and iteration index (two threads may overlap). */
 struct sp_inflight_key {
@@ -234,8 +246,19 @@ struct sp_counter_thread {
   __u64 min_flt;    /* its fault counts at switch-in */
   __u64 maj_flt;
   __u64 migrations; /* its se.nr_migrations when last banked */
+  __u64 steal_in;   /* its CPU's steal time at switch-in (rq->prev_steal_time_rq; 0: none) */
 };
-SP_STATIC_ASSERT(sizeof(struct sp_counter_thread) == 48, "sp_counter_thread layout");
+SP_STATIC_ASSERT(sizeof(struct sp_counter_thread) == 56, "sp_counter_thread layout");
+
+/* Which counted thread is on a CPU (cpu_runs[cpu]), written by the hook on that CPU: the probes
+ * look up the threads of a process that are on a CPU at a probe, and read each CPU's steal time
+ * through `rq`. tgid 0: none. */
+struct sp_cpu_run {
+  __u32 tgid;
+  __u32 tid;
+  __u64 rq; /* the CPU's struct rq, a kernel address read with bpf_probe_read_kernel */
+};
+SP_STATIC_ASSERT(sizeof(struct sp_cpu_run) == 16, "sp_cpu_run layout");
 
 /* The values the probes snapshot for a process: each counter kind is one of these. */
 struct sp_counter_totals {
@@ -273,10 +296,11 @@ struct sp_counter_begin {
   __u64 unknown_runs; /* the proc's, at begin */
   __u64 untracked;
   __u64 execs;
+  __u64 steal_ns; /* steal subtracted from values.on_cpu_ns at begin */
   __u32 flags; /* enum sp_counter_flag seen at begin */
   __u32 pad;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 80, "sp_counter_begin layout");
+SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 88, "sp_counter_begin layout");
 
 /* Global counters (per-CPU array; the user side sums the CPUs). */
 enum sp_stat {
@@ -298,6 +322,8 @@ enum sp_stat {
   SP_STAT_COUNTER_IMPLAUSIBLE, /* counter values rejected by sp_counter_plausible */
   SP_STAT_COUNTER_FLAGGED,   /* counter windows sent with a counter left out (counter_flags) */
   SP_STAT_GATE_NO_SL,     /* zero-code gate passed with no SL recorded in its thread */
+  SP_STAT_COUNTER_STEAL,  /* counter windows whose time on a CPU had stolen time subtracted */
+  SP_STAT_COUNTER_STOLEN, /* of them, left out: too much stolen (SP_COUNTERS_STOLEN) */
   SP_STAT_COUNT,
 };
 

@@ -36,6 +36,7 @@ IterationEvent FromRecord(const sp_event& r) {
   for (size_t i = 0; i < SP_MAX_COUNTERS; ++i) e.counters[i] = r.counters[i];
   e.counter_mask = r.counter_mask;
   e.counter_flags = r.counter_flags;
+  e.steal_ns = r.steal_ns;
   e.cpus = r.cpus;
   return e;
 }
@@ -284,6 +285,13 @@ void IterationProbes::DetachPid(int pid) {
   PidProbeStats& s = stats_.per_pid[pid];
   ReadPidCounters(pid, &s);
   s.attached = false;
+  gone_.push_back(pid);
+  while (gone_.size() > kGonePidsKept) {  // forget the oldest gone, unless attached again
+    const int old = gone_.front();
+    gone_.pop_front();
+    auto o = stats_.per_pid.find(old);
+    if (o != stats_.per_pid.end() && !o->second.attached) stats_.per_pid.erase(o);
+  }
   // Unregistered first: from here the probes ignore the process, so detaching its links one by
   // one cannot produce ends without begins.
   bpf_map_delete_elem(skel_->pids_fd(), &pid);
@@ -505,6 +513,19 @@ IterationProbeStats IterationProbes::stats() const {
   IterationProbeStats out = stats_;
   out.kernel = skel_->ReadStats();
   for (const auto& [pid, att] : attached_) ReadPidCounters(pid, &out.per_pid[pid]);
+  return out;
+}
+
+IterationProbeStats IterationProbes::totals() const {
+  IterationProbeStats out;
+  out.kernel = skel_->ReadStats();
+  out.received = stats_.received;
+  out.malformed = stats_.malformed;
+  out.exited_mid_iteration = stats_.exited_mid_iteration;
+  out.stale = stats_.stale;
+  out.forced_commits = stats_.forced_commits;
+  out.pin_failures = stats_.pin_failures;
+  out.hook_latency = stats_.hook_latency;
   return out;
 }
 

@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -69,6 +70,7 @@ struct IterationEvent {
   uint32_t counter_mask = 0;
   uint32_t counter_flags = 0;  // enum sp_counter_flag: why a counter is missing
   uint32_t cpus = 0;           // CPUs the ending thread could use (the plausibility guard's)
+  uint64_t steal_ns = 0;       // steal subtracted from time on a CPU (sp_event.steal_ns)
 
   bool complete() const {
     return begin_ns != 0 && end_ns != 0 &&
@@ -203,7 +205,12 @@ class IterationProbes {
   // Readable when a wakeup is pending: for callers that run their own epoll loop.
   int epoll_fd() const;
 
+  // Totals and per-process stats: the processes attached now and the last kGonePidsKept
+  // detached ones (older ones are forgotten, so a node that saw many processes stays bounded).
   IterationProbeStats stats() const;
+  // The totals only (per_pid empty): for callers that read them often (every /metrics scrape).
+  IterationProbeStats totals() const;
+  static constexpr size_t kGonePidsKept = 64;
   const IterationProbesOptions& options() const { return options_; }
 
   // Pinning. A process a previous owner left pinned: adopted (attached through its old links)
@@ -265,6 +272,7 @@ class IterationProbes {
   std::vector<SweptInstance> swept_;
   std::unique_ptr<ProbeCounters> counters_;  // after skel_: destroyed before it
   IterationProbeStats stats_;
+  std::deque<int> gone_;  // detached pids whose per_pid entry is kept, oldest first
   // Pinning: our generation's pins, and older generations (another BPF object or ring size)
   // drained and retired as their processes are attached afresh.
   struct Legacy {

@@ -10,10 +10,20 @@
  * at its next switch-in). A thread that is on a CPU at a probe is counted up to that instant: the
  * process keeps how many of its threads are on a CPU and the sum of their switch-in times, so its
  * time on CPUs now is banked + running x now - in_sum, for every thread however long it has been
- * running (an OpenMP pool spinning across the probe, a data-loader thread). That running part is
- * wall time since the switch-in: on a VM it includes what the hypervisor steals meanwhile (the
- * banked part does not), as perf's task-clock always did. Page faults of a thread on another CPU cannot be read from the probing
- * thread: only those are left out (SP_COUNTERS_OTHERS_RUNNING) when a sibling runs at a probe.
+ * running (an OpenMP pool spinning across the probe, a data-loader thread). Page faults of a
+ * thread on another CPU cannot be read from the probing thread: only those are left out
+ * (SP_COUNTERS_OTHERS_RUNNING) when a sibling runs at a probe.
+ *
+ * Steal: the running part is wall time since the switch-in, and on a VM that includes what the
+ * hypervisor stole meanwhile, which the banked part (sum_exec_runtime, what the workload's own
+ * CPU clocks read) leaves out: a window with both CPUs of a 2-vCPU VM busy in a steal burst read
+ * the burst as CPU time no thread had. So the hook
+ * notes each thread's CPU and that CPU's steal time at its switch-in (cpu_runs, steal_in), and a
+ * probe subtracts, for each thread of the process on a CPU, the steal of its CPU since
+ * (sp_stolen_running). A CPU's steal time is brought up to date at its switches and ticks only:
+ * what was stolen in the last tick before a probe is not visible yet, so a window that lost more
+ * than 1/200 of its CPU time to steal (a burst, whose unseen tail may be as large) has its
+ * task-clock left out (SP_COUNTERS_STOLEN) rather than reported.
  *
  * Why not per-thread perf events (the earlier design): bpf_perf_event_read_value reads a task's
  * event only from inside that task, so a sibling on a CPU at a probe was missing its run since
@@ -32,8 +42,76 @@
 /* Set by the user side before load: 1 when the kernel can run the counter path. */
 const volatile __u32 counters_on = 0;
 
+/* Set by the user side before load: the CPUs the steal correction looks at (<= SP_MAX_CPUS). */
+const volatile __u32 steal_cpus = 0;
+
 #define SP_TASK_DEAD 0x80 /* include/linux/sched.h: the task's last switch-out */
 #define SP_SNAPSHOT_TRIES 8
+
+/* Whether this kernel tells steal time to the scheduler and where a task's run queue is
+ * (CONFIG_PARAVIRT_TIME_ACCOUNTING, CONFIG_FAIR_GROUP_SCHED): CO-RE constants. */
+#define SP_STEAL_KNOWN                                               \
+  (bpf_core_field_exists(struct rq, prev_steal_time_rq) &&           \
+   bpf_core_field_exists(struct task_struct, se.cfs_rq) &&           \
+   bpf_core_field_exists(struct cfs_rq, rq))
+
+/* The struct rq of the CPU `task` is on (0: not known). */
+static __always_inline __u64 rq_of(struct task_struct* task) {
+  if (!SP_STEAL_KNOWN) return 0;
+  struct cfs_rq* c = BPF_CORE_READ(task, se.cfs_rq);
+  if (!c) return 0;
+  return (__u64)BPF_CORE_READ(c, rq);
+}
+
+/* A CPU's steal time, ns since boot, as its scheduler clock was last updated (at every switch
+ * and tick of that CPU): fresh in the sched_switch hook, up to a tick old at a probe. */
+static __always_inline __u64 rq_steal(__u64 rq) {
+  if (!SP_STEAL_KNOWN || rq == 0) return 0;
+  struct rq* r = (struct rq*)rq;
+  return BPF_CORE_READ(r, prev_steal_time_rq);
+}
+
+struct sp_steal_walk {
+  __u32 pid;
+  __u32 pad;
+  __u64 sum;
+};
+
+/* bpf_loop body: the steal of CPU `cpu` since its thread of w->pid switched in, if it runs one. */
+static long steal_of_cpu(__u64 cpu, void* arg) {
+  struct sp_steal_walk* w = arg;
+  __u32 key = (__u32)cpu;
+  struct sp_cpu_run* r = bpf_map_lookup_elem(&cpu_runs, &key);
+  if (!r || r->tgid != w->pid) return 0;
+  __u32 tid = r->tid;
+  struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
+  if (!t || t->pid != w->pid || t->state != SP_THREAD_ON || t->steal_in == 0) return 0;
+  __u64 steal = rq_steal(r->rq);
+  if (steal > t->steal_in) w->sum += steal - t->steal_in;
+  return 0;
+}
+
+/* Steal since the switch-in of every thread of `pid` on a CPU now: what the wall-time part of
+ * the process's time on a CPU holds that its threads never ran. One array read per CPU, a hash
+ * lookup only where a thread of `pid` runs. steal_cpus is 0 where the kernel has no bpf_loop
+ * (Linux < 5.17): the call is then dead code the verifier drops. */
+static __always_inline __u64 sp_stolen_running(__u32 pid) {
+  if (!SP_STEAL_KNOWN || steal_cpus == 0) return 0;
+  struct sp_steal_walk w = {.pid = pid};
+  bpf_loop(steal_cpus, steal_of_cpu, &w, 0);
+  return w.sum;
+}
+
+/* Notes that `tid` of `tgid` runs on this CPU (tgid 0: a counted thread left it). */
+static __always_inline void note_cpu_run(__u32 tgid, __u32 tid, __u64 rq) {
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct sp_cpu_run* r = bpf_map_lookup_elem(&cpu_runs, &cpu);
+  if (!r) return;
+  if (tgid == 0 && r->tid != tid) return;
+  r->tgid = tgid;
+  r->tid = tid;
+  if (rq) r->rq = rq;
+}
 
 static __always_inline void proc_enter(struct sp_counter_proc* p) {
   __sync_fetch_and_add(&p->busy, 1);
@@ -85,6 +163,8 @@ static __always_inline __u32 counters_now(__u32 pid, __u32 tid, struct sp_counte
     count(SP_STAT_COUNTER_READ_FAIL);
     return SP_COUNTERS_READ_FAILED;
   }
+  out->steal_ns = running > 0 ? sp_stolen_running(pid) : 0;
+  out->values.on_cpu_ns -= out->steal_ns < out->values.on_cpu_ns ? out->steal_ns : 0;
   struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &tid);
   if (t && t->pid == pid && t->state == SP_THREAD_ON) {
     struct task_struct* task = (struct task_struct*)bpf_get_current_task();
@@ -130,6 +210,7 @@ static __always_inline bool counter_left_out(__u32 flags, __u32 kind) {
   if (flags & (SP_COUNTERS_UNCOUNTED_THREAD | SP_COUNTERS_READ_FAILED | SP_COUNTERS_EXEC)) {
     return true;
   }
+  if (kind == SP_KIND_ON_CPU_NS && (flags & SP_COUNTERS_STOLEN)) return true;
   bool faults = kind == SP_KIND_FAULTS || kind == SP_KIND_MIN_FAULTS || kind == SP_KIND_MAJ_FAULTS;
   return faults && (flags & SP_COUNTERS_OTHERS_RUNNING);
 }
@@ -154,6 +235,21 @@ static __always_inline void counters_end(__u32 pid, __u32 tid, __u64 iter, struc
     __u64 wall = now.now_ns > b->now_ns ? now.now_ns - b->now_ns : 0;
     __u32 n = p->count;
     __u32 mask = 0;
+    /* The steal subtracted in this window: at end less at begin (a thread on a CPU at both has
+     * its steal before the begin in both). Much of it: a burst, whose last tick is not seen.
+     * Conservative: a thread on a CPU at begin that left it inside counts its steal from before
+     * the begin here too, though that was subtracted exactly. */
+    __u64 steal = now.steal_ns > b->steal_ns ? now.steal_ns - b->steal_ns
+                                             : b->steal_ns - now.steal_ns;
+    if (steal != 0) {
+      count(SP_STAT_COUNTER_STEAL);
+      __u64 cpu_ns = now.values.on_cpu_ns - b->values.on_cpu_ns;
+      if (now.values.on_cpu_ns < b->values.on_cpu_ns || steal * 200 > cpu_ns) {
+        flags |= SP_COUNTERS_STOLEN;
+        count(SP_STAT_COUNTER_STOLEN);
+      }
+    }
+    e->steal_ns = steal;
 #pragma unroll
     for (__u32 i = 0; i < SP_MAX_COUNTERS; ++i) {
       if (i >= n) continue;
@@ -201,8 +297,14 @@ static __always_inline void switch_out(struct task_struct* prev, __u64 now) {
       /* The scheduler's own account of the run (update_curr ran just before this tracepoint):
        * what CLOCK_THREAD_CPUTIME_ID reads, without the time a hypervisor stole. */
       __u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
-      __u64 ran = t->runtime_in != 0 && runtime >= t->runtime_in ? runtime - t->runtime_in
-                                                                 : now - t->in_ns;
+      __u64 ran = runtime - t->runtime_in;
+      if (t->runtime_in == 0 || runtime < t->runtime_in) { /* seeded on a CPU: wall less steal */
+        __u64 steal = rq_steal(rq_of(prev));
+        ran = now - t->in_ns;
+        if (t->steal_in != 0 && steal > t->steal_in && steal - t->steal_in < ran) {
+          ran -= steal - t->steal_in;
+        }
+      }
       __sync_fetch_and_add(&p->banked.on_cpu_ns, ran);
       __sync_fetch_and_add(&p->banked.min_flt, BPF_CORE_READ(prev, min_flt) - t->min_flt);
       __sync_fetch_and_add(&p->banked.maj_flt, BPF_CORE_READ(prev, maj_flt) - t->maj_flt);
@@ -214,6 +316,7 @@ static __always_inline void switch_out(struct task_struct* prev, __u64 now) {
     __sync_fetch_and_add(&p->banked.switches, 1);
     proc_leave(p);
     t->state = SP_THREAD_OFF;
+    note_cpu_run(0, tid, 0);
     if (dead) bpf_map_delete_elem(&counter_threads, &tid);
   } else {
     /* A thread running since before the process was armed and not seeded yet (sp_cnt_seed), or
@@ -262,6 +365,9 @@ static __always_inline void switch_in(struct task_struct* next, __u64 now) {
   }
   __sync_fetch_and_add(&p->in_sum, now);
   __sync_fetch_and_add(&p->running, 1);
+  __u64 rq = rq_of(next);
+  t->steal_in = rq_steal(rq);
+  note_cpu_run(tgid, tid, rq);
   t->in_ns = now;
   t->runtime_in = BPF_CORE_READ(next, se.sum_exec_runtime);
   if (t->runtime_in == 0) t->runtime_in = 1; /* a first run: 0 means "not known" */
@@ -292,6 +398,7 @@ int sp_cnt_seed(struct bpf_iter__task* ctx) {
   t.migrations = BPF_CORE_READ(task, se.nr_migrations);
   if (on) {
     t.in_ns = now;
+    t.steal_in = rq_steal(rq_of(task));
     t.min_flt = BPF_CORE_READ(task, min_flt);
     t.maj_flt = BPF_CORE_READ(task, maj_flt);
   }

@@ -26,6 +26,9 @@ uint64_t NowNs() {
 uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
 
 constexpr uint64_t kReexamineGapNs = 200'000'000;
+// The kernel's count of lost lifecycle events is read at most this often (a map lookup on every
+// CPU): a loss is answered by a rescan within a second, not at every wake-up.
+constexpr uint64_t kStatsIntervalNs = 1'000'000'000;
 
 // glibc's ld-linux-*.so.*, musl's ld-musl-*.so.1.
 bool IsDynamicLinker(const std::string& path) {
@@ -108,12 +111,14 @@ int ProcessDiscovery::OnRecord(void* ctx, void* data, size_t size) {
       break;
     case SP_PROC_LIBS_CHANGED:
       ++self->stats_.library_loads;
+      self->libs_changed_.insert(pid);
       self->Schedule(pid);
       break;
     case SP_PROC_EXIT:
       ++self->stats_.exits;
       self->pending_.erase(pid);
       self->last_examined_.erase(pid);
+      self->libs_changed_.erase(pid);
       if (self->watched_.count(pid) > 0) {
         self->Forget(pid);
         self->listener_->OnGone(pid, ExitStatus::FromWaitStatus(static_cast<int>(e.exit_status)));
@@ -126,7 +131,8 @@ int ProcessDiscovery::OnRecord(void* ctx, void* data, size_t size) {
 }
 
 Result<int> ProcessDiscovery::Poll(int timeout_ms) {
-  int woken = ring_buffer__poll(ring_.get(), timeout_ms);
+  // Without a wait, the ring is read from its mapping: no epoll_wait on every wake-up.
+  int woken = timeout_ms == 0 ? 0 : ring_buffer__poll(ring_.get(), timeout_ms);
   if (woken < 0 && woken != -EINTR) return LibbpfError("polling the process event ring", woken);
   int rest = ring_buffer__consume(ring_.get());
   if (rest < 0) return LibbpfError("consuming the process event ring", rest);
@@ -144,18 +150,26 @@ Result<int> ProcessDiscovery::Poll(int timeout_ms) {
   for (int pid : due) {
     last_examined_[pid] = now;
     Examine(pid);
+    if (libs_changed_.erase(pid) > 0 && watched_.count(pid) > 0) {
+      listener_->OnLibrariesChanged(pid);
+    }
   }
   for (auto it = last_examined_.begin(); it != last_examined_.end();) {
     it = now - it->second > 2 * kReexamineGapNs ? last_examined_.erase(it) : std::next(it);
   }
 
-  uint64_t lost = skel_->ReadStats()[SP_PROC_STAT_LOST];
+  bool lost_more = false;
+  if (now - last_stats_ns_ >= kStatsIntervalNs) {
+    last_stats_ns_ = now;
+    const uint64_t lost = skel_->ReadStats()[SP_PROC_STAT_LOST];
+    lost_more = lost != last_lost_;
+    last_lost_ = lost;
+  }
   bool rescan_due = options_.rescan_interval_s > 0 &&
                     now - last_rescan_ns_ >= SecondsToNs(options_.rescan_interval_s);
-  if (lost != last_lost_ || rescan_due) {
-    last_lost_ = lost;
-    Rescan();
-  }
+  // After a loss every process is looked at again: a library load of a watched one may be
+  // among the lost events.
+  if (lost_more || rescan_due) Rescan(/*every=*/lost_more);
   if (now - last_liveness_ns_ >= SecondsToNs(options_.liveness_interval_s)) CheckLiveness();
   return (woken > 0 ? woken : 0) + rest;
 }
@@ -177,12 +191,12 @@ void ProcessDiscovery::Examine(int pid) {
   ++stats_.examined;
   auto mapped = ReadExecutableMappings(options_.proc_root, pid);
   if (!mapped.ok()) return;  // gone already, or a kernel thread
-  HookLinker(*mapped);
+  const bool loads_reported = HookLinker(*mapped);
   const uint64_t examined_at = NowNs();  // an exec after this is a newer image than we attach
   auto targets = finder_.Find(pid);
   if (!targets.ok() || targets->targets.empty()) return;
   if (!listener_->OnTargets(*targets)) return;
-  if (!WatchSince(pid, targets->identity.start_time, examined_at).ok()) return;
+  if (!WatchSince(pid, targets->identity.start_time, examined_at, loads_reported).ok()) return;
   // It may have exited between Find and Watch, when its exit event would not be reported.
   auto now = ReadProcessIdentity(options_.proc_root, pid);
   if (!now.ok() || now->start_time != targets->identity.start_time) {
@@ -196,12 +210,13 @@ void ProcessDiscovery::Examine(int pid) {
 }
 
 Status ProcessDiscovery::Watch(int pid, uint64_t start_time) {
-  return WatchSince(pid, start_time, NowNs());
+  return WatchSince(pid, start_time, NowNs(), /*loads_reported=*/false);
 }
 
-Status ProcessDiscovery::WatchSince(int pid, uint64_t start_time, uint64_t since_ns) {
+Status ProcessDiscovery::WatchSince(int pid, uint64_t start_time, uint64_t since_ns,
+                                    bool loads_reported) {
   SEQPOINT_RETURN_IF_ERROR(skel_->Watch(pid));
-  watched_[pid] = Watched{start_time, since_ns};
+  watched_[pid] = Watched{start_time, since_ns, loads_reported};
   return Status::Ok();
 }
 
@@ -210,22 +225,31 @@ void ProcessDiscovery::Forget(int pid) {
   skel_->Unwatch(pid);
 }
 
-void ProcessDiscovery::HookLinker(const std::vector<Mapping>& mapped) {
+bool ProcessDiscovery::HookLinker(const std::vector<Mapping>& mapped) {
+  bool any_linker = false, reported = false;
   for (const Mapping& m : mapped) {
     if (!IsDynamicLinker(m.path)) continue;
+    any_linker = true;
     const std::string& open_path = m.open_path;
     struct stat st {};
     if (stat(open_path.c_str(), &st) != 0) continue;
     auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
-    if (!hooked_linkers_.insert(key).second) continue;  // tried once per file, hooked or not
+    // Tried once per file, hooked or not.
+    if (auto [it, fresh] = hooked_linkers_.try_emplace(key, false); !fresh) {
+      reported |= it->second;
+      continue;
+    }
     Status s = skel_->AttachLinker(open_path);
     if (s.ok()) {
       ++stats_.linkers_hooked;
+      hooked_linkers_[key] = true;
+      reported = true;
     } else if (stats_.linker_errors.size() < 16) {
       stats_.linker_errors.push_back(s.ToString() +
                                      " (library loads are then found by the periodic rescan)");
     }
   }
+  return reported || !any_linker;
 }
 
 void ProcessDiscovery::SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code) {
@@ -234,7 +258,7 @@ void ProcessDiscovery::SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code) {
   Rescan();
 }
 
-void ProcessDiscovery::Rescan() {
+void ProcessDiscovery::Rescan(bool every) {
   ++stats_.rescans;
   last_rescan_ns_ = NowNs();
   if (options_.only_pid > 0) {
@@ -243,7 +267,13 @@ void ProcessDiscovery::Rescan() {
   }
   auto pids = ListPids(options_.proc_root);
   if (!pids.ok()) return;
-  for (int pid : *pids) Examine(pid);
+  for (int pid : *pids) {
+    if (!every) {
+      auto w = watched_.find(pid);
+      if (w != watched_.end() && w->second.loads_reported) continue;
+    }
+    Examine(pid);
+  }
 }
 
 void ProcessDiscovery::CheckLiveness() {

@@ -10,7 +10,11 @@
 //    with the wait status their parent reaps (exit code, fatal signal, core dump).
 //  - Lost events (ring buffer full) and missing ld.so hooks are covered by a periodic rescan
 //    (rescan_interval_s), and watched pids are checked for liveness and pid reuse
-//    (start time) every few seconds, so a lost exit cannot leave a stale attachment.
+//    (start time) every few seconds, so a lost exit cannot leave a stale attachment. The
+//    rescan skips watched processes whose library loads the ld.so hook reports (reading their
+//    maps takes the trainer's mmap_lock): only a loss of events makes it look at them again.
+//  - Poll costs no system call when nothing happened: the ring is read from its mapping, and
+//    the kernel's loss counter (a map lookup per CPU) at most every kStatsIntervalNs.
 // "Examine" = TargetFinder::Find; a process with targets is offered to the listener. Library
 // loads come in bursts (a Python import of torch is hundreds of dlopens): a process is examined
 // at most every 200 ms, and always once after its last load, so a burst costs a few /proc reads.
@@ -26,10 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "probes/libbpf_util.h"
 #include "probes/process_watch_skeleton.h"
 #include "probes/target_finder.h"
-#include "common/status.h"
 
 namespace seqpoint::probes {
 
@@ -53,6 +57,9 @@ class DiscoveryListener {
   // exit tracepoint saw it end; empty after an exec, or when only the liveness check found it
   // gone (its exit event lost).
   virtual void OnGone(int pid, const std::optional<ExitStatus>& how) = 0;
+  // A watched process loaded or unloaded libraries (after its re-examination, once per burst
+  // of loads): what it maps may have changed, e.g. a profiler's library.
+  virtual void OnLibrariesChanged(int pid) { (void)pid; }
 };
 
 struct DiscoveryOptions {
@@ -107,10 +114,14 @@ class ProcessDiscovery {
  private:
   ProcessDiscovery(DiscoveryOptions options, DiscoveryListener* listener);
   static int OnRecord(void* self, void* data, size_t size);
-  void HookLinker(const std::vector<Mapping>& mapped);
+  // Hooks the process's dynamic linker; true when its library loads are reported (its linker
+  // is hooked, or it maps none: a static binary loads no library).
+  bool HookLinker(const std::vector<Mapping>& mapped);
   void Schedule(int pid);
-  Status WatchSince(int pid, uint64_t start_time, uint64_t since_ns);
-  void Rescan();
+  // loads_reported: see Watched (false when not examined here: the periodic rescan covers it).
+  Status WatchSince(int pid, uint64_t start_time, uint64_t since_ns, bool loads_reported);
+  // every: also the watched processes whose library loads are reported (after a loss).
+  void Rescan(bool every = true);
   void CheckLiveness();
   void Forget(int pid);
 
@@ -119,15 +130,18 @@ class ProcessDiscovery {
   TargetFinder finder_;
   std::unique_ptr<ProcessWatchSkeleton> skel_;  // before ring_: destroyed after it
   RingBufferPtr ring_;
-  std::set<std::pair<uint64_t, uint64_t>> hooked_linkers_;  // (dev, ino)
+  std::map<std::pair<uint64_t, uint64_t>, bool> hooked_linkers_;  // (dev, ino) -> hooked
   struct Watched {
-    uint64_t start_time;  // /proc/PID/stat starttime: tells pid reuse
-    uint64_t since_ns;    // monotonic time the watch began (the examined image's)
+    uint64_t start_time;          // /proc/PID/stat starttime: tells pid reuse
+    uint64_t since_ns;            // monotonic time the watch began (the examined image's)
+    bool loads_reported = false;  // HookLinker: its library loads come as events
   };
   std::map<int, Watched> watched_;
   std::map<int, uint64_t> pending_;        // pid -> when to examine it (monotonic ns)
   std::map<int, uint64_t> last_examined_;  // pid -> when it was last examined for an event
+  std::set<int> libs_changed_;             // pids with a library load since their last examination
   uint64_t last_lost_ = 0;
+  uint64_t last_stats_ns_ = 0;  // when the loss counter was last read
   uint64_t last_rescan_ns_ = 0;
   uint64_t last_liveness_ns_ = 0;
   DiscoveryStats stats_;

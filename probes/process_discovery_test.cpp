@@ -56,6 +56,8 @@ class Attacher : public DiscoveryListener {
     gone.insert(pid);
     if (how) exit_status[pid] = *how;
   }
+  void OnLibrariesChanged(int pid) override { ++libraries_changed[pid]; }
+  std::map<int, int> libraries_changed;  // per watched pid, how often it was told
   std::set<int> attached;
   std::set<int> gone;
   std::map<int, ExitStatus> exit_status;  // as the exit tracepoint reported it
@@ -243,6 +245,46 @@ TEST_CASE("discovery: Python loading libseqpoint_usdt.so after exec is found via
     CHECK(e.batch == 2);
     CHECK(e.tokens == 7);
   }
+  StopAndCheckDetached(agent, *child);
+}
+
+TEST_CASE("discovery: a watched process that loads a library is reported, once per burst") {
+  if (!testing::CanUseBpf()) return;
+  DiscoveryOptions options;
+  options.scan_at_start = false;
+  options.rescan_interval_s = 0;  // only the ld.so hook can tell
+  Agent agent(options);
+  // Marks iterations; on "load" it dlopens a library it never mapped (ctypes: the dynamic
+  // linker's r_brk hook fires), on "stop" it exits.
+  const std::string lib = testing::BuildPath("probes/testing/libseqpoint_mimic_rnn.so");
+  const std::string script =
+      "import sys, time, select, ctypes\n"
+      "import seqpoint_probe\n"
+      "i = 0\n"
+      "while True:\n"
+      "    if select.select([sys.stdin], [], [], 0)[0]:\n"
+      "        line = sys.stdin.readline().strip()\n"
+      "        if line != 'load': break\n"
+      "        ctypes.CDLL('" +
+      lib +
+      "')\n"
+      "    with seqpoint_probe.iteration(seq_len=8, batch=1, tokens=8):\n"
+      "        time.sleep(0.002)\n"
+      "    i += 1\n";
+  auto child = ChildProcess::Start({"/usr/bin/python3", "-c", script},
+                                   {"PYTHONPATH=" + testing::BuildPath("sdk/python")});
+  REQUIRE(child.ok());
+  const int pid = child->pid();
+  REQUIRE(agent.WaitFor(pid, 5));
+  // Settled: whatever the import's loads said has been said.
+  for (int i = 0; i < 30; ++i) agent.Poll();
+  const int before = agent.attacher->libraries_changed[pid];
+  REQUIRE(child->WriteLine("load").ok());
+  CHECK(PollUntil([&] { agent.Poll(); },
+                  [&] { return agent.attacher->libraries_changed[pid] > before; }));
+  MESSAGE("told " << agent.attacher->libraries_changed[pid] - before
+                  << " time(s) after one dlopen");
+  CHECK(agent.attacher->libraries_changed[pid] - before <= 2);  // a burst, debounced
   StopAndCheckDetached(agent, *child);
 }
 

@@ -22,6 +22,9 @@ UPLOADED = {
     "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
     "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
     "seqpoint_run_projection_unobserved", "seqpoint_run_unobserved_iterations_total",
+    # Gauges as gauges: time-weighted means and peaks (selector/whole_run_estimator.h).
+    "seqpoint_run_gauge_mean", "seqpoint_run_gauge_mean_low", "seqpoint_run_gauge_mean_high",
+    "seqpoint_run_gauge_peak",
     # The fleet view's per-bin cost (agent/fleet/fleet_efficiency.h).
     "seqpoint_fleet_bin_iterations_total", "seqpoint_fleet_bin_work_total",
     "seqpoint_fleet_bin_time_seconds_total", "seqpoint_fleet_bin_energy_joules_total",
@@ -68,6 +71,12 @@ Rules, enforced in code (`agent/runs/series_cap.h`) and checked by `agent_series
   `name:<job_name>`, else the run key) and `bin`, an SL octave such as `64-127` (at most 32
   values, never an SL). Only a run's main bins are exported: at most 3, each with 20 iterations
   or more. A run adds at most 15 series (9 without energy): 64 runs at most 960.
+- Gauges (`seqpoint_run_gauge_*`) are labelled by `run`, `metric` and `unit`: one series per
+  family for each gauge its collectors give, a set fixed by the configuration (NVML: 7
+  readings and the capacity per GPU the process uses, plus the configured GPM metrics and field
+  ids; ROCm SMI likewise), never per SL bin (the per-bin means and peaks are in `seqpoint show`
+  only). `seqpoint_run_gpu_memory_exceed_seq_len` adds `extrapolated` ("0"/"1"): one series per
+  GPU memory gauge whose fit holds.
 - At most `runs.max_series` per-run series per node (default 20000, on `/metrics` and in each
   upload). Runs are added in run order; a run whose series would pass the cap is left out whole
   and counted in `seqpoint_series_overflow_runs_total`; `seqpoint_series` is the count

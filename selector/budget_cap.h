@@ -31,6 +31,10 @@ class BudgetCap {
   uint64_t At(uint64_t t, uint64_t bonus) {
     return bonus == bonus_ && t >= from_ && t < until_ ? value_ : Step(t, bonus);
   }
+  // The same value without moving the cache (a look ahead: the next iteration's cap).
+  uint64_t Peek(uint64_t t, uint64_t bonus) const {
+    return bonus == bonus_ && t >= from_ && t < until_ ? value_ : Exact(t, bonus);
+  }
 
  private:
   uint64_t Step(uint64_t t, uint64_t bonus);  // evaluates at t and finds the next step

@@ -115,7 +115,33 @@ uint64_t OnlineSelector::WantedIn(size_t bin) {
   return want_[bin];
 }
 
-Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens) {
+bool OnlineSelector::WantsNext() const {
+  const uint64_t next = histogram_.total() + 1;  // t after the next OnIteration
+  const uint64_t ahead = next + options_.hook_lead;
+  if (ahead <= options_.warmup) return false;  // its index is still warm-up
+  if (OverheadSpent() || StratumPreciseEnough()) return false;
+  return samples_.size() < cap_.Peek(ahead, bonus_);
+}
+
+bool OnlineSelector::StratumPreciseEnough(double* half_width) const {
+  double hw = INFINITY;
+  const uint64_t n = samples_.size() - measured_at_stratum_;
+  // The pooled within-SL variance has N - k degrees of freedom (k: SL buckets seen): an SL
+  // seen once says nothing of its spread, so a stretch of mostly new SLs stays "unknown".
+  const double dof = stratum_total_.n - static_cast<double>(stratum_buckets_);
+  if (dof >= 8 && n > 0 && stratum_total_.sum > 0) {
+    const double mean = stratum_total_.sum / stratum_total_.n;
+    const double var = std::max(0.0, within_ss_) / dof;
+    hw = 1.96 * std::sqrt(var / static_cast<double>(n)) / mean;
+  }
+  if (half_width != nullptr) *half_width = hw;
+  return options_.target_rel_error > 0 && n >= options_.min_samples_per_stratum &&
+         hw <= options_.target_rel_error;
+}
+
+Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                                     bool can_measure, bool over_budget) {
+  if (!can_measure) ++unmeasurable_;
   const uint64_t index = histogram_.total();
   const bool eligible = index >= options_.warmup;
   histogram_.Add(seq_len, CostProxy(seq_len, batch), tokens, eligible);
@@ -131,6 +157,7 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   if (const uint64_t key = StratumKey(iter); key != stratum_) EnterStratum(key);
   Decision d;
   if (!eligible || samples_.size() >= allowed_) return d;
+  if (StratumPreciseEnough()) return d;  // this stretch's time is as tight as asked
   int b = FindBin(seq_len);
   if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b)) ||
       bin_samples_[b] >= options_.max_samples_per_point) {
@@ -146,6 +173,20 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
     const SlStats* seen = histogram_.Find(seq_len);
     if ((Mix(iter) & 1) != 0) return d;
     if (seen != nullptr && seen->count <= 1 && bin_samples_[b] > 0) return d;
+  }
+  if (!can_measure) {
+    // Chosen, but nothing can measure it: no sample, no want met, so the bin takes its next
+    // measurable candidate (an end-only iteration is no decline of a measurable one).
+    ++missed_;
+    d.missed = true;
+    return d;
+  }
+  if (over_budget || OverheadSpent()) {
+    // Measuring it would pass the overhead budget: the want stays, for when the run's time
+    // has grown enough to pay for it.
+    ++over_budget_;
+    d.over_budget = true;
+    return d;
   }
   d.measure = true;
   // Groups rotate over the run's measured iterations, whatever their stratum, bin or first
@@ -200,11 +241,30 @@ void OnlineSelector::EnterStratum(uint64_t key) {
   measured_at_stratum_ = samples_.size();
   std::fill(samples_in_bucket_.begin(), samples_in_bucket_.end(), 0);
   std::fill(bin_samples_.begin(), bin_samples_.end(), 0);
+  stratum_times_.clear();
+  stratum_total_ = {};
+  within_ss_ = 0;
+  stratum_buckets_ = 0;
 }
 
 void OnlineSelector::OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns) {
   const size_t changes = strata_.changes().size();
   strata_.Observe(iter, seq_len, CostProxy(seq_len, batch), time_ns);
+  run_time_ns_ += time_ns;
+  // Into the current stratum's times, for target_rel_error: the pooled within-SL sum of
+  // squares moves by this bucket's change only (O(1)).
+  const uint32_t bucket = SlHistogram::BucketIndex(seq_len);
+  if (bucket >= stratum_times_.size()) stratum_times_.resize(bucket + 1);
+  TimeSums& b = stratum_times_[bucket];
+  if (b.n == 0) ++stratum_buckets_;
+  const double before = b.n > 0 ? b.sumsq - b.sum * b.sum / b.n : 0;
+  b.n += 1;
+  b.sum += time_ns;
+  b.sumsq += time_ns * time_ns;
+  within_ss_ += (b.sumsq - b.sum * b.sum / b.n) - before;
+  stratum_total_.n += 1;
+  stratum_total_.sum += time_ns;
+  stratum_total_.sumsq += time_ns * time_ns;
   // Re-measure after a change, within the caps: the pace alone would take a whole window.
   if (strata_.changes().size() != changes) {
     bonus_ += (strata_.changes().size() - changes) * options_.change_bonus;
@@ -281,6 +341,7 @@ size_t OnlineSelector::MemoryBytes() const {
          bins_.capacity() * sizeof(Bin) + bin_samples_.capacity() * sizeof(uint64_t) +
          samples_.capacity() * sizeof(Sample) + samples_in_bucket_.capacity() * sizeof(uint32_t) +
          bin_of_bucket_.capacity() * sizeof(int32_t) + want_.capacity() * sizeof(uint64_t) +
+         stratum_times_.capacity() * sizeof(TimeSums) +
          strata_.MemoryBytes();
 }
 

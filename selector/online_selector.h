@@ -59,6 +59,27 @@ struct OnlineOptions {
   uint64_t warmup = 10;          // first iterations counted, never measured
   uint64_t rebin_every = 10000;  // re-bin at least this often (iterations)
   uint32_t counter_groups = 1;   // Decision::group = measured so far % this (run-wide)
+  // A budget set by accuracy: a stratum (time_strata.h, per doubling window) is measured no
+  // further once the relative half-width of the 95% interval of its total time,
+  // 1.96 * sqrt(pooled within-SL variance / n) / mean time (n: its measured iterations; CLT
+  // sample sizing as in STEM+ROOT), is at most this. Every iteration's time is known (OnTime),
+  // so the variance is the stratum's own (N - k degrees of freedom for N iterations in k SL
+  // buckets; below 8 it is unknown and the stratum goes on). 0: off (runs.target_error).
+  double target_rel_error = 0;
+  uint32_t min_samples_per_stratum = 4;  // before the target can stop a stratum
+  // WantsNext looks this many iterations ahead for a free slot: hooks armed now reach the
+  // trainer only after the daemon has read the records in flight (batched end records are read
+  // at least every probes.poll_interval_ms), so they are armed a little before the slot opens
+  // (and from a run's first iteration: a short run is seen only in batches otherwise).
+  uint64_t hook_lead = 16;
+  // A budget set by overhead, amortised over the run: a measurement is allowed while the cost
+  // of those so far and this one stays within this share of the run's time so far (the sum of
+  // OnTime's times, every process's iterations), at set_measurement_cost() per measured
+  // iteration. 0: off (runs.max_overhead).
+  double max_overhead = 0;
+  // The first this many measurements of a run are never held back by max_overhead: a run of
+  // very short iterations (where one measurement costs many iterations' time) still gets some.
+  uint32_t overhead_floor = 8;
   // Past this many samples a point's mean is noise-free enough; stopping there keeps memory
   // bounded (max_bins x this) on runs of any length, whatever the fraction budget allows.
   uint32_t max_samples_per_point = 64;
@@ -67,6 +88,13 @@ struct OnlineOptions {
 struct Decision {
   bool measure = false;
   uint32_t group = 0;  // counter group to collect (when measure)
+  // It would have been measured, but it came without a begin (OnIteration's can_measure):
+  // "cannot measure", neither a sample nor a decline (the next candidate is taken instead).
+  bool missed = false;
+  // It would have been measured, but the overhead budget (max_overhead) was spent: neither a
+  // sample nor a decline either. Logged, so that a replay declines it too (the cost behind it
+  // was measured live and is not replayed).
+  bool over_budget = false;
 };
 
 class OnlineSelector {
@@ -74,8 +102,35 @@ class OnlineSelector {
   static Result<OnlineSelector> Create(const OnlineOptions& options);
 
   // Called at an iteration's start. `iter` is what the selection reports for it and the
-  // ordinal OnTime is given for the same iteration.
-  Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens);
+  // ordinal OnTime is given for the same iteration. can_measure = false: the iteration is
+  // known only from its end (the begin hooks were off), so nothing could measure it: it is
+  // counted like any iteration (histogram, strata, budget pace) but never chosen, and a
+  // candidate lost that way changes no want (the sample is not biased by it; missed()).
+  // A replay must pass the same can_measure to reach the same decisions (the iteration log
+  // records it).
+  // over_budget = true: declined as over the overhead budget, as decided live (a replay).
+  Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
+                       bool can_measure = true, bool over_budget = false);
+  // What measuring one iteration costs the trainer, ns (0: unknown, no overhead cap). Not part
+  // of the state: a restore replays the logged over-budget decisions instead.
+  void set_measurement_cost(double ns) { measurement_cost_ns_ = ns; }
+  double measurement_cost() const { return measurement_cost_ns_; }
+  double run_time_ns() const { return run_time_ns_; }  // the sum of OnTime's times
+  // Whether the current stratum's time is as precise as target_rel_error asks (the relative
+  // half-width now, in *half_width when given; +inf while unknown).
+  bool StratumPreciseEnough(double* half_width = nullptr) const;
+  // Whether one more measurement would pass the overhead budget.
+  bool OverheadSpent() const {
+    return options_.max_overhead > 0 && measurement_cost_ns_ > 0 &&
+           samples_.size() >= options_.overhead_floor &&
+           static_cast<double>(samples_.size() + 1) * measurement_cost_ns_ >
+               options_.max_overhead * run_time_ns_;
+  }
+  // Whether the next iteration could be chosen: past the warm-up (less hook_lead), and the
+  // budget has a free slot within hook_lead iterations of the next one. Begin hooks (and counters) are worth arming only then:
+  // with a paced budget the slots open now and then (its next step is known), and between
+  // them an iteration costs the probes only.
+  bool WantsNext() const;
   // Called when an iteration's time is known (any order, any iteration, measured or not).
   void OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns);
   const TimeStrata& strata() const { return strata_; }
@@ -89,6 +144,11 @@ class OnlineSelector {
   uint64_t allowed() const { return allowed_; }  // budget cap at this moment
   uint32_t bins() const { return static_cast<uint32_t>(bins_.size()); }
   uint64_t rebins() const { return rebins_; }
+  // Since this selector was created or loaded (not in its checkpoint): iterations fed with
+  // can_measure = false, and of those the candidates lost ("cannot measure").
+  uint64_t unmeasurable() const { return unmeasurable_; }
+  uint64_t missed() const { return missed_; }
+  uint64_t over_budget() const { return over_budget_; }
   const SlHistogram& histogram() const { return histogram_; }
   size_t MemoryBytes() const;
 
@@ -146,6 +206,18 @@ class OnlineSelector {
   uint64_t next_rebin_ = 1;
   uint64_t next_periodic_rebin_ = 0;  // the next multiple of rebin_every
   uint64_t rebins_ = 0;
+  uint64_t unmeasurable_ = 0, missed_ = 0, over_budget_ = 0;
+  // The current stratum's iteration times per SL bucket (n, sum, sum of squares) and their
+  // totals, for target_rel_error; reset when a stratum begins. In the checkpoint (v3).
+  struct TimeSums {
+    double n = 0, sum = 0, sumsq = 0;
+  };
+  std::vector<TimeSums> stratum_times_;
+  TimeSums stratum_total_;
+  double within_ss_ = 0;  // sum over buckets of sumsq - sum^2 / n
+  uint64_t stratum_buckets_ = 0;  // buckets with n > 0 (rebuilt from stratum_times_ at a load)
+  double run_time_ns_ = 0;
+  double measurement_cost_ns_ = 0;
   uint32_t binned_lo_ = UINT32_MAX, binned_hi_ = 0;
 };
 

@@ -128,3 +128,105 @@ TEST_CASE("online: needs a budget, rotates counter groups") {
   }
   CHECK(saw1);
 }
+
+TEST_CASE("online: an iteration that cannot be measured is never chosen and meets no want") {
+  auto r = MakeRun(4000, 11);
+  OnlineOptions o;
+  o.budget_count = 12;  // released at once: every iteration is a candidate until it is spent
+  auto a = OnlineSelector::Create(o);
+  auto b = OnlineSelector::Create(o);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // b meets its first 500 iterations end-only: none chosen, the candidates counted as lost.
+  for (size_t i = 0; i < 500; ++i) {
+    Decision d = b->OnIteration(i, r.seq_len[i], r.batch[i], 0.0, /*can_measure=*/false);
+    CHECK(!d.measure);
+    if (i >= o.warmup) CHECK(b->WantsNext());  // the slots stay free for a measurable one
+  }
+  CHECK(b->measured() == 0);
+  CHECK(b->unmeasurable() == 500);
+  CHECK(b->missed() > 0);
+  for (size_t i = 500; i < r.seq_len.size(); ++i) {
+    (void)a->OnIteration(i, r.seq_len[i], r.batch[i], 0.0);
+    (void)b->OnIteration(i, r.seq_len[i], r.batch[i], 0.0);
+  }
+  // The same wants were met later: the budget is spent whole, not shrunk by the lost ones.
+  CHECK(b->measured() == 12);
+  CHECK(b->measured() == a->measured());
+  CHECK(!b->WantsNext());
+}
+
+TEST_CASE("online: with a paced budget the next iteration is wanted only at the pace's steps") {
+  auto r = MakeRun(100000, 5);
+  OnlineOptions o;
+  o.per_doubling = 16;
+  o.warmup = 0;
+  o.hook_lead = 0;  // the slots themselves (seqpointd arms a little ahead of them)
+  auto sel = OnlineSelector::Create(o);
+  REQUIRE(sel.ok());
+  uint64_t wanted = 0;
+  for (size_t i = 0; i < r.seq_len.size(); ++i) {
+    const bool want = sel->WantsNext();
+    wanted += want;
+    Decision d = sel->OnIteration(i, r.seq_len[i], r.batch[i], 0.0);
+    if (d.measure) CHECK(want);  // never a choice the hooks were not armed for
+  }
+  INFO("wanted ", wanted, " of ", r.seq_len.size(), ", measured ", sel->measured());
+  CHECK(sel->measured() > 16);
+  CHECK(wanted < r.seq_len.size() / 10);
+}
+
+namespace {
+
+// A run whose iteration time is its SL's cost with `noise` relative spread (deterministic).
+double TimeOf(uint32_t seq_len, size_t i, double noise) {
+  const double u = static_cast<double>((i * 2654435761u) % 1000) / 1000.0 - 0.5;  // [-0.5, 0.5)
+  return 1000.0 * seq_len * (1 + 2 * noise * u);
+}
+
+uint64_t MeasuredWith(const testing::Run& r, double target, double noise, double cost = 0,
+                      double max_overhead = 0) {
+  OnlineOptions o;
+  o.per_doubling = 16;
+  o.warmup = 0;
+  o.target_rel_error = target;
+  o.max_overhead = max_overhead;
+  auto sel = OnlineSelector::Create(o);
+  REQUIRE(sel.ok());
+  sel->set_measurement_cost(cost);
+  double time = 0;
+  for (size_t i = 0; i < r.seq_len.size(); ++i) {
+    Decision d = sel->OnIteration(i, r.seq_len[i], r.batch[i], 0.0);
+    const double t = TimeOf(r.seq_len[i], i, noise);
+    sel->OnTime(i, r.seq_len[i], r.batch[i], t);
+    time += t;
+    // The overhead budget holds at every moment.
+    // The overhead budget holds at every moment past the run's first few (overhead_floor).
+    if (d.measure && max_overhead > 0 && sel->measured() > o.overhead_floor) {
+      CHECK(sel->measured() * cost <= max_overhead * time + cost);
+    }
+  }
+  return sel->measured();
+}
+
+}  // namespace
+
+TEST_CASE("online: a target error stops measuring a stretch once its time is that precise") {
+  auto r = MakeRun(50000, 3);
+  const uint64_t paced = MeasuredWith(r, 0, 0.01);
+  const uint64_t steady = MeasuredWith(r, 0.02, 0.01);  // 1% spread within an SL: tight at once
+  const uint64_t noisy = MeasuredWith(r, 0.02, 0.8);    // 80%: never that tight in a window
+  INFO("paced ", paced, ", steady with a 2% target ", steady, ", noisy with it ", noisy);
+  CHECK(steady < paced);  // 133 vs 169 when written: each doubling window still needs its own
+  CHECK(noisy == paced);
+}
+
+TEST_CASE("online: an overhead budget caps the measured share by the measured cost") {
+  auto r = MakeRun(50000, 3);
+  const uint64_t free = MeasuredWith(r, 0, 0.01);
+  // Each measured iteration costs 10 iterations' worth of time (SL 64's): at most 1% of the run.
+  const uint64_t capped = MeasuredWith(r, 0, 0.01, 10 * 1000.0 * 64, 0.01);
+  INFO("uncapped ", free, ", capped ", capped);
+  CHECK(capped < free);
+  CHECK(capped > 0);
+}

@@ -271,6 +271,14 @@ void OnlineSelector::SaveState(StateWriter& w) const {
   PutNumbers(w, bin_of_bucket_);
   w.Put(binned_lo_);
   w.Put(binned_hi_);
+  // Version 3: the current stratum's times (target_rel_error) and the run's time.
+  w.PutAll(stratum_times_, [](StateWriter& o, const TimeSums& t) {
+    for (double v : {t.n, t.sum, t.sumsq}) o.Put(v);
+  });
+  for (double v : {stratum_total_.n, stratum_total_.sum, stratum_total_.sumsq, within_ss_,
+                   run_time_ns_}) {
+    w.Put(v);
+  }
 }
 
 bool OnlineSelector::LoadState(StateReader& r) {
@@ -301,6 +309,22 @@ bool OnlineSelector::LoadState(StateReader& r) {
     if (!r.Get(v)) return false;
   }
   if (!GetNumbers(r, &bin_of_bucket_) || !r.Get(&binned_lo_) || !r.Get(&binned_hi_)) return false;
+  stratum_times_.clear();
+  stratum_total_ = {};
+  within_ss_ = run_time_ns_ = 0;
+  stratum_buckets_ = 0;
+  if (r.version >= 3) {  // older images: the stratum's times start afresh (target_rel_error)
+    if (!r.Count(&n, 24)) return false;
+    stratum_times_.resize(n);
+    for (TimeSums& t : stratum_times_) {
+      if (!r.Get(&t.n) || !r.Get(&t.sum) || !r.Get(&t.sumsq)) return false;
+      stratum_buckets_ += t.n > 0;
+    }
+    for (double* v : {&stratum_total_.n, &stratum_total_.sum, &stratum_total_.sumsq, &within_ss_,
+                      &run_time_ns_}) {
+      if (!r.Get(v)) return false;
+    }
+  }
   // Indices the decisions follow must stay inside their tables.
   if (bin_samples_.size() != bins_.size()) return false;
   for (int32_t b : bin_of_bucket_) {

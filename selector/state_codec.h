@@ -21,7 +21,9 @@ inline constexpr uint32_t kStateMagic = 0x4b435053;  // "SPCK"
 // 2: time strata keep a ring for back-dating changes and each SL's first occurrence. A
 // version-1 image still loads (without them: changes found later are back-dated only as far
 // as the ring refills, and SLs seen before the restart have no first occurrence).
-inline constexpr uint32_t kStateVersion = 2;
+// 3: the online selector keeps its current stratum's iteration times (runs.target_error) and
+// the run's time; a version-2 image loads with them empty (the stratum's times start afresh).
+inline constexpr uint32_t kStateVersion = 3;
 inline constexpr uint32_t kOldestStateVersion = 1;
 
 class StateWriter {

@@ -43,6 +43,10 @@ struct MetricData {
   std::vector<MCell> cells;
   std::vector<FirstCell> firsts;
   std::vector<std::pair<std::pair<uint32_t, uint32_t>, Obs>> first_obs;  // ((stratum, bin), sample)
+  // Against time, what is smooth over bins is the value per unit of time (a rate, or a gauge's
+  // reading), not the value per iteration: the cost model then fits y / a, so a bin with no
+  // sample takes the rate its cost predicts, not a value over a time it was never measured at.
+  bool per_aux = false;
 };
 
 MetricData File(const ProjectionFrame::Impl& f, bool windows,
@@ -52,6 +56,7 @@ MetricData File(const ProjectionFrame::Impl& f, bool windows,
   m.warmup = &l.warmup;
   m.index = &l.index;
   m.bins = std::max<uint32_t>(1, f.bins.size());
+  m.per_aux = aux == Auxiliary::kTime;
   m.cells.reserve(l.cells.size());
   for (const PopCell& c : l.cells) {
     m.cells.push_back({c.h,
@@ -156,7 +161,8 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
       sa[k.b] += cs[c].sa * l;
       for (const Obs& o : k.obs) {
         if (static_cast<int>(o.group) == skip) continue;
-        const double y = o.y / l;
+        if (m.per_aux && !(o.a > 0)) continue;
+        const double y = o.y / l / (m.per_aux ? o.a : 1);
         n += 1;
         sx += o.cost;
         sxx += o.cost * o.cost;
@@ -180,7 +186,8 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
       if (sa[b] > 0) {
         profile[b] = sy[b] / sa[b];
       } else if (bin_n[b] > 0 && bin_aux[b] > 0) {
-        profile[b] = std::max(0.0, alpha + beta * bin_cost[b] / bin_n[b]) / (bin_aux[b] / bin_n[b]);
+        const double fit = std::max(0.0, alpha + beta * bin_cost[b] / bin_n[b]);
+        profile[b] = m.per_aux ? fit : fit / (bin_aux[b] / bin_n[b]);
       }
     }
     std::vector<double> ly(H, 0), lp(H, 0);
@@ -222,7 +229,8 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
       n_m += 1;
       lvl_ss[k.h] += e * e;
       lvl_n[k.h] += 1;
-      const double r = o.y / level[k.h] - (alpha + beta * o.cost);
+      if (m.per_aux && !(o.a > 0)) continue;
+      const double r = o.y / level[k.h] / (m.per_aux ? o.a : 1) - (alpha + beta * o.cost);
       ss_reg += r * r;
     }
   }

@@ -135,6 +135,8 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
   std::vector<StrataSample> samples;
   const Selection& sel = *in.selection;
   std::vector<double> bin_vt(sel.points.size(), 0), bin_t(sel.points.size(), 0);
+  std::vector<double> bin_peak(sel.points.size(), -std::numeric_limits<double>::infinity());
+  std::vector<uint32_t> bin_peak_sl(sel.points.size(), 0);
   std::vector<uint64_t> bin_n(sel.points.size(), 0);
   const BinIndex bins(sel);
   for (const EstimatorIteration& it : in.measured) {
@@ -149,6 +151,10 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
       const uint32_t b = bins.Of(it.seq_len);
       bin_vt[b] += v->value * it.time_ns;
       bin_t[b] += it.time_ns;
+      if (v->value > bin_peak[b]) {
+        bin_peak[b] = v->value;
+        bin_peak_sl[b] = it.seq_len;
+      }
       ++bin_n[b];
     }
   }
@@ -175,8 +181,8 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
   if (!out.bounded) out.high = std::numeric_limits<double>::infinity();
   for (size_t b = 0; b < sel.points.size(); ++b) {
     if (bin_n[b] == 0) continue;
-    out.bins.push_back(
-        {sel.points[b].bin_lo, sel.points[b].bin_hi, bin_vt[b] / bin_t[b], bin_n[b]});
+    out.bins.push_back({sel.points[b].bin_lo, sel.points[b].bin_hi, bin_vt[b] / bin_t[b],
+                        bin_peak[b], bin_peak_sl[b], bin_n[b]});
   }
   return out;
 }
@@ -244,7 +250,8 @@ void SettleSelfCheck(WholeRunSelfCheck& c, double scale) {
 WholeRunEstimate EstimateWholeRun(const WholeRunInput& in) {
   WholeRunEstimate out;
   if (in.strata == nullptr || in.selection == nullptr) return out;
-  const ProjectionFrame frame(*in.strata, *in.selection);  // once for every metric
+  const ProjectionFrame frame(*in.strata, *in.selection,
+                              in.first_occurrences);  // once for every metric
   std::map<std::string, MetricKind> metrics;
   for (const EstimatorIteration& it : in.measured) {
     for (const MeasuredValue& v : it.values) metrics.emplace(v.metric, v.kind);

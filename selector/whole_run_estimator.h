@@ -28,7 +28,7 @@ namespace seqpoint::selector {
 enum class MetricKind : uint8_t { kDelta = 0, kGauge = 1 };
 
 // The observer effect on one measured iteration: its measurement slowed it by `ratio`
-// (a 95% interval [low, high]); agent/runs/observer_effect.h estimates it.
+// (a 95% interval [low, high]); agent/measure/observer_effect.h estimates it.
 struct Slowdown {
   double ratio = 1, low = 1, high = 1;
 };
@@ -68,11 +68,16 @@ struct WholeRunInput {
   uint64_t spread_n = 0;
   double spread_sum = 0, spread_sumsq = 0;
   std::map<std::string, ActualTotal> actual;  // cheap metrics: their actual totals
+  // Each SL's first iteration as its own post-stratum (ProjectionFrame; docs/estimators.md,
+  // "First occurrences", says why seqpointd leaves it off).
+  bool first_occurrences = false;
 };
 
 struct BinMean {
   uint32_t bin_lo = 0, bin_hi = 0;
-  double mean = 0;  // time-weighted mean of the gauge's measured values in the bin
+  double mean = 0;            // time-weighted mean of the gauge's measured values in the bin
+  double peak = 0;            // the highest of them (GPU memory: what the bin's SLs need)
+  uint32_t peak_seq_len = 0;  // the SL of the iteration that read it
   uint64_t samples = 0;
 };
 

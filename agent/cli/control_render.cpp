@@ -23,6 +23,15 @@ std::string Value(double v, const std::string& unit) {
     std::snprintf(buf, sizeof buf, "%.4g s", v * 1e-6);
   } else if (unit == "uJ") {
     std::snprintf(buf, sizeof buf, "%.4g J", v * 1e-6);
+  } else if (unit == "bytes") {  // memory: binary prefixes, as nvidia-smi and free print it
+    const char* prefix[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int p = 0;
+    double x = v;
+    while (std::fabs(x) >= 1024 && p < 4) {
+      x /= 1024;
+      ++p;
+    }
+    std::snprintf(buf, sizeof buf, "%.4g %s", x, prefix[p]);
   } else {
     const char* prefix[] = {"", "k", "M", "G", "T", "P"};
     int p = 0;
@@ -137,6 +146,71 @@ void PrintSeqPoints(const json& points) {
                   p["bin"][1].get<uint32_t>());
     std::printf("  %-13s %6u %8.0f  %s\n", bin, p["seq_len"].get<uint32_t>(), D(p["weight"]),
                 iters.empty() ? "-" : iters.c_str());
+  }
+}
+
+// Gauges (memory, power, clocks, utilisation): time-weighted means, never totals.
+void PrintGauges(const json& show) {
+  const json gauges = show.value("gauges", json::object());
+  if (gauges.empty()) return;
+  std::printf("\nGauges: time-weighted mean over the run, 95%% interval, peak measured\n");
+  std::printf("  %-26s %12s %27s %12s\n", "metric", "mean", "interval", "peak");
+  for (const auto& [metric, g] : gauges.items()) {
+    const std::string unit = g["unit"];
+    const bool bounded = g.value("bounded", true);
+    const std::string interval = "[" + Value(D(g["low"]), unit) + ", " +
+                                 (bounded ? Value(D(g["high"]), unit) : std::string("unbounded")) +
+                                 "]";
+    std::printf("  %-26s %12s %27s %12s%s%s\n", metric.c_str(), Value(D(g["mean"]), unit).c_str(),
+                interval.c_str(), Value(D(g["peak"]), unit).c_str(),
+                g.value("perturbed", false) ? "  PERTURBED" : "",
+                bounded ? "" : "  (too few samples to bound the mean)");
+  }
+}
+
+// What measuring costs the run (active runs): per measured iteration and as a share of its time.
+void PrintMeasurementCost(const json& show) {
+  if (!show.contains("measurement_cost")) return;
+  const json& c = show["measurement_cost"];
+  if (!c["per_measured_ns"].is_number()) {
+    std::printf("\nmeasuring costs: not known yet (no measured iteration to compare)\n");
+    return;
+  }
+  char cap[48] = "";
+  if (D(c["max_overhead"]) > 0) {
+    std::snprintf(cap, sizeof cap, " (max %.2g%%)", 100 * D(c["max_overhead"]));
+  }
+  std::printf("\nmeasuring costs %s per measured iteration (%s), %.3g%% of the run's time%s\n",
+              Value(D(c["per_measured_ns"]), "ns").c_str(), c["source"].get<std::string>().c_str(),
+              100 * D(c["share_of_run_time"]), cap);
+}
+
+// GPU memory per SL bin, and the SL at which the job would run out of it.
+void PrintGpuMemory(const json& show) {
+  for (const json& m : show.value("gpu_memory", json::array())) {
+    const bool process = m["scope"] == "process";
+    std::printf("\nGPU memory %s (%s): peak per SL bin\n",
+                process ? "of the process" : "of the whole GPU",
+                m["metric"].get<std::string>().c_str());
+    for (const json& b : m["bins"]) {
+      char bin[32];
+      std::snprintf(bin, sizeof bin, "[%u, %u]", b["bin"][0].get<uint32_t>(),
+                    b["bin"][1].get<uint32_t>());
+      std::printf("  %-13s %12s  (at SL %u)\n", bin, Value(D(b["peak_bytes"]), "bytes").c_str(),
+                  b["peak_seq_len"].get<uint32_t>());
+    }
+    const json& f = m["fit"];
+    const std::string total = Value(D(m["capacity_bytes"]), "bytes");
+    if (f["supported"].get<bool>() && f["exceed_seq_len"].is_number()) {
+      std::printf("  would exceed %s at SL ~%.0f (%s per SL token, R^2 %.3f)%s%s\n", total.c_str(),
+                  D(f["exceed_seq_len"]), Value(D(f["bytes_per_sl"]), "bytes").c_str(), D(f["r2"]),
+                  f["extrapolated"].get<bool>() ? ": " : "",
+                  f["extrapolated"].get<bool>() ? f["why"].get<std::string>().c_str() : "");
+    } else {
+      std::printf("  no SL at which it would exceed %s: %s\n",
+                  m["capacity_bytes"].is_number() ? total.c_str() : "the GPU's memory",
+                  f["why"].get<std::string>().c_str());
+    }
   }
 }
 
@@ -256,6 +330,22 @@ void RenderStatus(const json& s) {
                 static_cast<unsigned long long>(src["events"].get<uint64_t>()),
                 static_cast<unsigned long long>(src["lost"].get<uint64_t>()),
                 static_cast<unsigned long long>(src["anomalies"].get<uint64_t>()));
+    if (src.contains("counters") && src["counters"].is_object()) {  // which counter path, why
+      const json& c = src["counters"];
+      const std::string why = c.value("why", std::string());
+      std::printf("  counters  %s%s%s", c.value("path", std::string("-")).c_str(),
+                  why.empty() ? "" : ": ", why.c_str());
+      if (c.value("windows", uint64_t{0}) != 0 || c.value("flagged", uint64_t{0}) != 0) {
+        std::printf("; %llu windows, %llu flagged (%llu implausible, %llu too much steal), "
+                    "%llu with steal subtracted",
+                    static_cast<unsigned long long>(c.value("windows", uint64_t{0})),
+                    static_cast<unsigned long long>(c.value("flagged", uint64_t{0})),
+                    static_cast<unsigned long long>(c.value("implausible", uint64_t{0})),
+                    static_cast<unsigned long long>(c.value("steal_flagged", uint64_t{0})),
+                    static_cast<unsigned long long>(c.value("steal_subtracted", uint64_t{0})));
+      }
+      std::printf("\n");
+    }
     for (const auto& p : src.value("attached", json::array())) {
       std::printf("            pid %lld (%s): %s%s\n",
                   static_cast<long long>(p["pid"].get<int64_t>()),
@@ -344,6 +434,9 @@ void RenderShow(const json& s) {
   PrintHistogram(s["histogram"]);
   PrintSeqPoints(s["seqpoints"]);
   PrintProjections(s);
+  PrintGauges(s);
+  PrintGpuMemory(s);
+  PrintMeasurementCost(s);
 }
 
 void RenderPause(const json& p) {

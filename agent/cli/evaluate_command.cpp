@@ -79,9 +79,11 @@ std::vector<size_t> SelectedRows(const selector::Selection& sel, const Trace& t)
 // Trace columns carry no kind: every one is a delta (their totals are what evaluate checks).
 selector::WholeRunEstimate ProjectOnline(const selector::OnlineSelector& online,
                                          const selector::Selection& sel, const Trace& t,
-                                         const std::vector<size_t>& rows) {
+                                         const std::vector<size_t>& rows,
+                                         bool first_occurrences) {
   const int time_col = TimeColumn(t.schema);
   selector::WholeRunInput in;
+  in.first_occurrences = first_occurrences;
   in.strata = &online.strata();
   in.selection = &sel;
   in.timed = time_col >= 0 ? t.rows() : 0;
@@ -146,6 +148,9 @@ int RunEvaluateCommand(Args argv) {
        {"--metric", true, "evaluate only this metric (default: every complete metric)", "NAME"},
        {"--compare", true, "the same run on another configuration: check the speedup", "FILE"},
        {"--json", false, "print JSON (values in the metrics' own units)"},
+       {"--first-occurrences", false,
+        "with --online: project each SL's first iteration as its own post-stratum (off in "
+        "seqpointd; docs/estimators.md)"},
        {"--html", true, "also write the evaluation as a self-contained HTML page to FILE",
         "FILE"}});
   auto args = ParseArgs(argv, specs);
@@ -236,7 +241,8 @@ int RunEvaluateCommand(Args argv) {
       online ? SelectedRows(*sel, *trace) : std::vector<size_t>{};
   std::optional<selector::WholeRunEstimate> online_estimate;
   if (online && online->strata().observed() > 0) {
-    online_estimate = ProjectOnline(*online, *sel, *trace, online_rows);
+    online_estimate =
+        ProjectOnline(*online, *sel, *trace, online_rows, args->Has("--first-occurrences"));
   }
   const int time_col = TimeColumn(trace->schema);
   for (size_t k = 0; k < trace->schema.metrics.size(); ++k) {

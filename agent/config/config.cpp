@@ -212,6 +212,15 @@ const std::vector<KeySpec>& Specs() {
           "stretch of it is measured; 0: the caps alone, spent as early as the bins want"),
       Dbl("runs.target_error_pct", &DaemonConfig::run_target_error_pct, 0.001, 100,
           "representative error on the cost proxy that the selector's SL bins aim at"),
+      Dbl("runs.target_error", &DaemonConfig::run_target_error, 0, 1,
+          "a budget set by accuracy: a stretch of the run (time stratum, doubling window) is "
+          "measured no further once the relative half-width of the 95% interval of its total "
+          "time is at most this (e.g. 0.02: 2%); 0: off, the budget caps alone"),
+      Dbl("runs.max_overhead", &DaemonConfig::run_max_overhead, 0, 1,
+          "a budget set by overhead: at most this share of a run's time so far spent on "
+          "measured iterations, at the added time of one (from the observer-effect controls, "
+          "else from measured iterations against their SL's mean); a run's first 8 "
+          "measurements are never held back; 0: no cap"),
       Int("runs.warmup_iterations", &DaemonConfig::run_warmup_iterations, 0, 1000000,
           "first iterations of a run never measured; the warm-up itself is found from the "
           "iterations' times and projected as its own stratum"),

@@ -49,6 +49,8 @@ struct DaemonConfig {
   double run_budget_fraction = 0;        // and at most this fraction of iterations (0: off)
   int64_t run_budget_per_doubling = 16;  // measurements per doubling of the run (0: caps only)
   double run_target_error_pct = 0.5;     // cost-proxy error the selector's bins aim at
+  double run_target_error = 0;  // a stratum's time this precise (95% half-width): no more measuring (0: off)
+  double run_max_overhead = 0;  // share of a run's time its measurements may cost (0: no cap)
   int64_t run_warmup_iterations = 0;     // iterations never measured at a run's start
   int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
   int64_t closed_runs_kept = 1000;  // closed runs kept in state.db, newest first (~100 KiB each)
@@ -61,7 +63,7 @@ struct DaemonConfig {
   double run_observer_threshold_pct = 5;     // measured iterations slower than this: flagged
   std::string run_observer_action = "drop";  // drop (the blamed collectors, in that run) | flag
   int64_t run_observer_node_drop_s = 0;  // > 0: a drop also holds node-wide for this long
-  // Profiler back-off (agent/runs/profiler_watch.h): a process that maps one of these libraries,
+  // Profiler back-off (agent/measure/profiler_watch.h): a process that maps one of these libraries,
   // or runs under one of these commands, is left to the profiler; its collectors resume this
   // long after the profiler was last seen. Both lists empty: no scan.
   std::vector<std::string> run_profiler_libraries = {"libcupti", "libnvperf", "librocprofiler",

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "agent/daemon/daemon.h"
+#include "agent/runs/run_metrics.h"
 #include "agent/source/run_key.h"
 #include "common/clock.h"
 #include "seqpoint/features.h"
@@ -185,7 +186,28 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
   }
   j["seqpoints"] = points;
   json proj = json::object();
+  json gauges = json::object();
   for (const Projection& p : s.projections) {
+    if (p.kind == 1) {  // a gauge: time-weighted mean with its interval, peak, per SL bin
+      json bins = json::array();
+      for (const GaugeBin& b : p.bins) {
+        bins.push_back({{"bin", {b.bin_lo, b.bin_hi}},
+                        {"mean", Num(b.mean)},
+                        {"peak", Num(b.peak)},
+                        {"peak_seq_len", b.peak_seq_len},
+                        {"samples", b.samples}});
+      }
+      gauges[p.metric] = {{"unit", p.unit},
+                          {"mean", Num(p.total)},
+                          {"low", Num(p.low)},
+                          {"high", Num(p.high)},
+                          {"bounded", p.bounded},
+                          {"peak", Num(p.peak)},
+                          {"measured", p.measured},
+                          {"perturbed", p.perturbed},
+                          {"bins", bins}};
+      continue;
+    }
     proj[p.metric] = {{"unit", p.unit},
                       {"total", Num(p.total)},
                       {"low", Num(p.low)},
@@ -207,6 +229,33 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
     }
   }
   j["projections"] = proj;
+  j["gauges"] = gauges;
+  // GPU memory per SL bin and the SL at which it would run out (run_metrics.h).
+  json memory = json::array();
+  for (const GpuMemoryOutlook& m : GpuMemoryOutlooks(s.projections)) {
+    json bins = json::array();
+    for (const GaugeBin& b : m.bins) {
+      bins.push_back({{"bin", {b.bin_lo, b.bin_hi}},
+                      {"peak_bytes", Num(b.peak)},
+                      {"peak_seq_len", b.peak_seq_len}});
+    }
+    memory.push_back(
+        {{"metric", m.metric},
+         {"scope", m.process ? "process" : "device"},
+         {"capacity_metric", m.capacity_metric},
+         {"capacity_bytes", m.capacity_bytes > 0 ? Num(m.capacity_bytes) : json(nullptr)},
+         {"bins", bins},
+         {"fit",
+          {{"supported", m.fit.supported},
+           {"bytes_per_sl", m.fit.supported ? Num(m.fit.bytes_per_sl) : json(nullptr)},
+           {"intercept_bytes", m.fit.supported ? Num(m.fit.intercept_bytes) : json(nullptr)},
+           {"r2", m.fit.supported ? Num(m.fit.r2) : json(nullptr)},
+           {"exceed_seq_len",
+            m.fit.supported && m.fit.exceed_sl ? Num(*m.fit.exceed_sl) : json(nullptr)},
+           {"extrapolated", m.fit.extrapolated},
+           {"why", m.fit.why}}}});
+  }
+  j["gpu_memory"] = memory;
   json all_checks = json::object();
   for (const SelfCheck& c : checks) {
     if (!c.valid) continue;
@@ -259,6 +308,16 @@ json Daemon::StatusJson() {
                    {"processes", s.processes},
                    // Events of pids the source never announced: dropped, never a run.
                    {"unannounced_events", runs_->unannounced_events()}};
+    const ProbeCounterPathStats& c = s.counters;  // where perf software counters are read
+    j["source"]["counters"] = {{"path", c.path},
+                               {"why", c.why},
+                               {"windows", c.windows},
+                               {"flagged", c.flagged},
+                               {"implausible", c.implausible},
+                               {"read_failures", c.read_failures},
+                               {"steal_subtracted", c.steal_subtracted},
+                               {"steal_flagged", c.steal_flagged},
+                               {"arm_failures", c.arm_failures}};
     json attached = json::array();  // how each process is probed (zero-code: what it covers)
     for (const AttachedProcess& a : source_->Attached()) attached.push_back(AttachedJson(a));
     j["source"]["attached"] = attached;
@@ -405,6 +464,24 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
     AddJobLabels(out["run"], runs_->JobLabels(t->record().id), node_name_);
     out["observer_effect"] = ObserverJson(t->observer_effect(threshold), t->dropped_collectors());
     out["time_strata"] = StrataJson(t->strata());
+    {
+      // What measuring costs this run (runs.max_overhead, runs.target_error, begin hooks).
+      const MeasurementCost c = t->measurement_cost();
+      out["measurement_cost"] = {
+          {"per_measured_ns", c.source == "none" ? json(nullptr) : json(c.per_measured_ns)},
+          {"source", c.source},
+          {"total_ns", c.source == "none" ? json(nullptr) : json(c.total_ns)},
+          {"share_of_run_time", c.source == "none" ? json(nullptr) : json(c.share)},
+          {"max_overhead", c.max_overhead},
+          {"target_error", c.target_error},
+          {"stratum_half_width", c.stratum_half_width < 0 ? json(nullptr)
+                                                          : json(c.stratum_half_width)},
+          {"measured", c.measured},
+          {"end_only_iterations", c.end_only},
+          {"candidates_lost_end_only", c.missed},
+          {"candidates_over_overhead", c.over_budget},
+          {"begin_hooks_armed", c.hooks_wanted}};
+    }
     if (const StepJoin* j = runs_->step_join(t->record().id)) out["ranks"] = RanksJson(*j);
     if (runs_->energy_sampler() != nullptr) {
       out["energy"] = {{"iterations", t->energy_iterations()},

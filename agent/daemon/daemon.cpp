@@ -50,6 +50,8 @@ RunManagerOptions Daemon::RunOptions(const DaemonConfig& config_) {
   o.selector.budget_fraction = config_.run_budget_fraction;
   o.selector.per_doubling = static_cast<uint32_t>(config_.run_budget_per_doubling);
   o.selector.target_error_pct = config_.run_target_error_pct;
+  o.selector.target_rel_error = config_.run_target_error;
+  o.selector.max_overhead = config_.run_max_overhead;
   o.selector.warmup = static_cast<uint64_t>(config_.run_warmup_iterations);
   o.idle_timeout_s = config_.run_idle_timeout_s;
   o.observer_threshold = config_.run_observer_threshold_pct / 100;
@@ -120,6 +122,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonConfig config, std::string 
                             "' used without a full check: " + d->store_->check_skipped());
   }
   d->runs_ = std::make_unique<RunManager>(d->store_.get(), nullptr, d->RunOptions());
+  d->runs_->steps().set_rank_observer(&d->stragglers_);
   SEQPOINT_RETURN_IF_ERROR(d->StartParts());
   return d;
 }
@@ -151,6 +154,7 @@ Status Daemon::StartParts() {
       };
     }
     runs_ = std::make_unique<RunManager>(store_.get(), std::move(make), RunOptions());
+    runs_->steps().set_rank_observer(&stragglers_);
   }
   runs_->set_source(source_.get());
   runs_->set_energy_sampler(energy_.get());
@@ -209,8 +213,19 @@ Status Daemon::StartParts() {
   Every(flush_timer_, std::chrono::milliseconds(config_.flush_interval_ms), save);
   Every(idle_timer_, std::chrono::seconds(5), [this] { runs_->CloseIdleRuns(); });
   // The profiler scan also ends a timed pause, so it runs even with no profiler to look for.
+  // Reading every watched process's maps takes its mmap_lock and was most of an idle node's
+  // cost: with a source that reports library loads, a process is looked at when found and
+  // when its libraries change (RunManager::OnLibrariesChanged), the tick reads only those
+  // backed off (to see their profiler go), and every one once per kFullProfilerScan (events
+  // lost). docs/bounds.md has the figures.
   Every(profiler_timer_, std::chrono::milliseconds(config_.run_profiler_scan_interval_ms),
-        [this] { runs_->ScanProfilers(); });
+        [this] {
+          const int64_t now = MonotonicNs();
+          const bool all = source_ == nullptr || !source_->reports_library_loads() ||
+                           now - last_full_profiler_scan_ns_ >= kFullProfilerScanNs;
+          if (all) last_full_profiler_scan_ns_ = now;
+          runs_->ScanProfilers(all);
+        });
   if (energy_) {
     // Only while training processes are watched: an idle node costs no wake-ups.
     Every(energy_timer_, std::chrono::milliseconds(energy_interval_ms_), [this] {

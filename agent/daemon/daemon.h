@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/fleet/straggler_observer.h"
 #include "agent/config/config.h"
 #include "agent/control/control_server.h"
 #include "agent/daemon/systemd_notify.h"
@@ -131,8 +132,13 @@ class Daemon {
   boost::asio::steady_timer watchdog_timer_;  // WATCHDOG=1 to systemd (systemd_notify.h)
   SystemdNotifier notifier_ = SystemdNotifier::FromEnvironment();
   boost::asio::steady_timer profiler_timer_;  // runs.profiler_scan_interval_ms
+  // Every watched process is scanned for profilers at least this often, library loads reported
+  // or not (a backstop for lost events); in between only on events (daemon.cpp).
+  static constexpr int64_t kFullProfilerScanNs = 60'000'000'000;
+  int64_t last_full_profiler_scan_ns_ = 0;
   std::unique_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
+  fleet::StragglerObserver stragglers_;  // the ranks of data-parallel runs (agent/fleet)
   std::unique_ptr<IterationSource> source_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;

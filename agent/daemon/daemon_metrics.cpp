@@ -1,6 +1,8 @@
 // Daemon::Families: every metric seqpointd exports on /metrics, and the per-run subset it
 // uploads by remote-write, gathered from the subsystems that own them. Values are in base units
 // (seconds, joules, bytes); names and labels are listed in docs/metrics.md.
+#include <time.h>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "agent/daemon/daemon.h"
 #include "agent/energy/energy_metrics.h"
 #include "agent/fleet/fleet_efficiency.h"
+#include "agent/fleet/straggler_metrics.h"
 #include "agent/metrics/endpoint_metrics.h"
 #include "agent/runs/run_metrics.h"
 #include "agent/source/source_metrics.h"
@@ -120,6 +123,24 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
   for (MetricFamily& f : fleet::EfficiencyFamilies(
            *runs_,
            {node_name_, cap > used ? cap - used : 0, for_upload ? nullptr : &series_ledger_})) {
+    out.push_back(std::move(f));
+  }
+  // Straggling ranks of data-parallel runs, judged as their steps settle (agent/fleet).
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  stragglers_.book().Settle(static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
+                            static_cast<uint64_t>(now.tv_nsec));
+  used = 0;
+  for (const MetricFamily& f : out) used += f.samples.size();
+  auto fleet_job_of = [this](int64_t id) {
+    auto it = runs_->runs().find(id);
+    return fleet::FleetJob(it != runs_->runs().end() ? it->second->record().key
+                                                      : std::to_string(id),
+                           runs_->JobLabels(id));
+  };
+  for (MetricFamily& f : fleet::StragglerFamilies(
+           stragglers_.book().Snapshot(fleet_job_of), node_name_, cap > used ? cap - used : 0,
+           for_upload ? nullptr : &series_ledger_)) {
     out.push_back(std::move(f));
   }
   if (for_upload) return out;

@@ -112,7 +112,8 @@ std::optional<double> EnergySampler::Interpolate(uint64_t t_ns, size_t* bracket_
   return a.uj + f * (b.uj - a.uj);
 }
 
-std::optional<double> EnergySampler::EnergyBetween(uint64_t begin_ns, uint64_t end_ns) {
+std::optional<double> EnergySampler::EnergyBetween(uint64_t begin_ns, uint64_t end_ns,
+                                                   bool counted) {
   if (end_ns < begin_ns) return std::nullopt;
   for (int tries = 0; tries < 3 && (size_ == 0 || At(size_ - 1).t_ns < end_ns); ++tries) {
     Read();  // not Sample(): its callback may be what called this
@@ -124,6 +125,7 @@ std::optional<double> EnergySampler::EnergyBetween(uint64_t begin_ns, uint64_t e
   for (size_t i = first; i <= last && i < size_; ++i) {
     if (!At(i).valid) return std::nullopt;  // a failed read or reset inside the window
   }
+  if (!counted) return *e - *b;
   ++stats_.interpolations;
   for (size_t i : {first, last}) {
     if (i + 1 < size_) stats_.bracket_ns_sum += static_cast<double>(At(i + 1).t_ns - At(i).t_ns);

@@ -87,7 +87,11 @@ class EnergySampler {
   // Energy in uJ over [begin_ns, end_ns]; samples now first when the last sample is older than
   // end_ns (seqpointd never lets it: it waits for the next periodic sample, Covers()).
   // nullopt: not covered (too old, a break in between, or no read succeeded).
-  std::optional<double> EnergyBetween(uint64_t begin_ns, uint64_t end_ns);
+  // `counted`: false for the further pieces of one iteration's window (energy_attribution.h),
+  // so the stats count iterations, not pieces.
+  std::optional<double> EnergyBetween(uint64_t begin_ns, uint64_t end_ns, bool counted = true);
+  // The time of the latest sample (0: none yet), on the sampler's clock.
+  uint64_t last_sample_ns() const { return size_ > 0 ? At(size_ - 1).t_ns : 0; }
 
   std::string Describe() const { return source_->Describe(); }
   std::string_view source_name() const { return source_->name(); }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include "agent/energy/energy_attribution.h"
 #include "agent/testing/gpu_energy_fixture.h"
@@ -228,21 +229,82 @@ TEST_CASE("energy sampler: sources tried in collectors.energy.sources order") {
   CHECK(none.status().message().find("nvml:") != std::string::npos);
 }
 
-TEST_CASE("energy attribution: a run owns the node's energy alone, its ranks share it") {
+namespace {
+
+// The pieces' total weighted length: the iteration's share of the window at constant power.
+double Weighted(const std::vector<EnergyPiece>& pieces) {
+  double w = 0;
+  for (const EnergyPiece& p : pieces) w += static_cast<double>(p.to_ns - p.from_ns) * p.weight;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("energy attribution: a run alone owns the node's energy, overlapping runs share it") {
   EnergyAttribution a;
+  std::vector<EnergyPiece> pieces;
   a.ProcessFound(100, 1, 1000);
-  a.ProcessFound(101, 1, 1000);  // a second rank of run 1
-  CHECK(a.Divisor(1, 2000, 3000) == 2u);
+  a.IterationTimed(100, 1, 2000, 3000);
+  // Alone: the whole window, one piece.
+  REQUIRE(a.Share(1, 100, false, 2000, 3000, &pieces) == EnergyAttribution::Outcome::kReady);
+  REQUIRE(pieces.size() == 1);
+  CHECK(pieces[0].weight == 1);
+  // Another run's process: until it has reported past the window, the share is not known.
+  a.ProcessFound(200, 2, 3500);
+  a.IterationTimed(100, 1, 4000, 6000);
+  CHECK(a.Share(1, 100, false, 4000, 6000, &pieces) == EnergyAttribution::Outcome::kWait);
+  a.IterationTimed(200, 2, 5000, 7000);  // overlaps [5000, 6000]
+  REQUIRE(a.Share(1, 100, false, 4000, 6000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(1000 + 1000 * 0.5));
+  // Run 2's iteration: half of [5000, 6000], all of [6000, 7000] once run 1 reported past it.
+  CHECK(a.Share(2, 200, false, 5000, 7000, &pieces) == EnergyAttribution::Outcome::kWait);
+  a.IterationTimed(100, 1, 6500, 7500);
+  REQUIRE(a.Share(2, 200, false, 5000, 7000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(500 + 500 + 500 * 0.5));
+  // Together they never get more than the node: over [4000, 7500] the node gives 3500.
+  double sum = 0;
+  a.IterationTimed(200, 2, 7600, 7700);  // run 2 reported past every window
+  for (auto [run, pid, b, e] : {std::tuple{1, 100, 4000, 6000}, {2, 200, 5000, 7000},
+                                {1, 100, 6500, 7500}}) {
+    REQUIRE(a.Share(run, pid, false, b, e, &pieces) == EnergyAttribution::Outcome::kReady);
+    sum += Weighted(pieces);
+  }
+  CHECK(sum == doctest::Approx(3500));
+  // An exited process's iterations are complete: no wait.
+  a.ProcessExited(200, 8000);
+  a.IterationTimed(100, 1, 8500, 9000);
+  REQUIRE(a.Share(1, 100, false, 8500, 9000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(500));
+}
+
+TEST_CASE("energy attribution: a step is its run's whole part, a run's processes share its part") {
+  EnergyAttribution a;
+  std::vector<EnergyPiece> pieces;
+  a.ProcessFound(100, 1, 1000);
+  a.ProcessFound(101, 1, 1000);  // two ranks of run 1
+  a.IterationTimed(100, 1, 2000, 3000);
+  a.IterationTimed(101, 1, 2000, 3000);
+  // As a step: the run's whole part, never divided by its ranks.
+  REQUIRE(a.Share(1, 100, true, 2000, 3000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(1000));
+  // As rank-iterations of a run fed without a join: each rank half.
+  REQUIRE(a.Share(1, 100, false, 2000, 3000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(500));
+  // Another run iterating over the second half: the step gets all of the first half and half
+  // of the second.
+  a.ProcessFound(200, 2, 1500);
+  a.IterationTimed(200, 2, 2500, 3200);
+  REQUIRE(a.Share(1, 100, true, 2000, 3000, &pieces) == EnergyAttribution::Outcome::kReady);
+  CHECK(Weighted(pieces) == doctest::Approx(500 + 250));
   a.ProcessExited(101, 4000);
-  CHECK(a.Divisor(1, 5000, 6000) == 1u);
-  CHECK(a.Divisor(1, 3500, 4500) == 2u);  // the rank was alive for part of it
-  a.ProcessFound(200, 2, 7000);           // another run
-  CHECK(!a.Divisor(1, 6500, 7500).has_value());
-  CHECK(!a.Divisor(2, 7500, 8000).has_value());
-  a.ProcessExited(200, 9000);
-  CHECK(a.Divisor(1, 9500, 9600) == 1u);
+  a.ProcessExited(200, 4000);
+  // 100's next iteration may begin right after its last (3000): the exited ones still share it.
   a.Prune(5000);
-  CHECK(a.spans() == 2);  // 101 ended before 5000
+  CHECK(a.spans() == 3);
+  a.IterationTimed(100, 1, 6000, 7000);
+  a.Prune(8000);
+  CHECK(a.spans() == 1);
+  CHECK(a.iterations() == 1);  // 100's latest only
 }
 
 TEST_CASE(

@@ -46,24 +46,34 @@ RunManagerOptions WithGroupRotation(RunManagerOptions o) {
   return o;
 }
 
+MeasureOptions MeasureOptionsOf(const RunManagerOptions& o) {
+  MeasureOptions m;
+  m.proc_root = o.proc_root;
+  m.observer_threshold = o.observer_threshold;
+  m.observer_drop = o.observer_drop;
+  m.observer_node_drop_s = o.observer_node_drop_s;
+  m.profilers = o.profilers;
+  m.profiler_hold_down_s = o.profiler_hold_down_s;
+  return m;
+}
+
 }  // namespace
 
 RunManager::RunManager(Store* store, CollectorSetFactory collectors, RunManagerOptions options)
     : persistence_(store, options.checkpoint_every, options.max_unsaved_closed),
-      collector_factory_(std::move(collectors)),
       options_(WithGroupRotation(std::move(options))),
-      backoff_(options_.profiler_hold_down_s * 1'000'000'000) {}
+      measure_(&registry_, std::move(collectors), MeasureOptionsOf(options_)),
+      steps_(
+          &registry_, &measure_,
+          [this](int64_t run_id, RunTracker& tracker, const IterationEnd& span, bool whole,
+                 bool* later) { return EnergyOrPark(run_id, tracker, span, whole, later); },
+          [this](pid_t pid, Proc& proc, RunTracker& tracker) { UpdateHooks(pid, proc, tracker); }) {
+}
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
   options_ = WithGroupRotation(options);
   persistence_.set_limits(options_.checkpoint_every, options_.max_unsaved_closed);
-  backoff_.set_hold_down_ns(options_.profiler_hold_down_s * 1'000'000'000);
-  if (!node_dropped_.empty()) {
-    SEQPOINT_LOG(kInfo,
-                 "reload: collectors dropped for perturbing earlier runs are tried again "
-                 "in new runs");
-  }
-  node_dropped_.clear();
+  measure_.Reconfigure(MeasureOptionsOf(options_));
   for (auto& [id, t] : runs_) t->set_control_every(options_.observer_control_every);
 }
 
@@ -73,7 +83,7 @@ RunTracker* RunManager::TrackerFor(const Proc& proc) {
 }
 
 void RunManager::OnProcessFound(const ProcessInfo& p) {
-  const bool live = source_ == nullptr || source_->pids_are_live();
+  const bool live = Live();
   uint64_t start =
       p.start_time || !live ? p.start_time : ProcessStartTime(options_.proc_root, p.pid);
   switch (registry_.Classify(p.pid, start)) {
@@ -112,14 +122,7 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
     }
     tracker = created->get();
     tracker->set_control_every(options_.observer_control_every);
-    for (const auto& [collector, drop] : node_dropped()) {
-      tracker->dropped_collectors().insert(collector);
-      SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + ": collector " + collector +
-                              " not used: it perturbed run " + std::to_string(drop.run_id) +
-                              " on this node (the drop expires in " +
-                              std::to_string((drop.until_unix_ns - WallNs()) / 1'000'000'000) +
-                              " s, runs.observer_effect_node_drop_s; SIGHUP tries it again now)");
-    }
+    measure_.ApplyNodeDrops(r.id, *tracker);
     runs_[r.id] = std::move(*created);
     SEQPOINT_LOG(kInfo, "run " + std::to_string(r.id) + " (" + key + ") started by pid " +
                             std::to_string(p.pid) + (p.comm.empty() ? "" : " (" + p.comm + ")"));
@@ -138,10 +141,10 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
   // at a global step (a replayed trace's pids have no start here).
   if (live) tracker->SetProcessStart(p.pid, StartMonotonicNs(start));
   Proc& proc = registry_.Add(p.pid, start, rec.id);
-  if (live) ScanProcess(p.pid, proc, MonotonicNs(), WallNs());  // profiled from its start
+  if (live) measure_.ScanProcess(p.pid, proc, MonotonicNs(), WallNs());  // profiled from start
   attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
   if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
-  JoinFound(p.pid, proc, *tracker);
+  steps_.Found(p.pid, proc, *tracker, live, options_.proc_root);
   UpdateHooks(p.pid, proc, *tracker);
 }
 
@@ -151,183 +154,40 @@ void RunManager::UpdateHooks(pid_t pid, Proc& proc, RunTracker& tracker) {
     proc.begin_hooks = wanted;
     if (source_ != nullptr) source_->SetBeginHooks(pid, wanted);
   }
-  if (!wanted && proc.collectors && !proc.measuring) {
-    proc.collectors->Close();  // budget spent: release the counters
-    proc.collectors.reset();
-  }
+  // Budget spent: release the counters (hooks off only until the next slot keep them open).
+  if (!wanted && tracker.BudgetSpent()) measure_.CloseIfSpent(proc);
 }
 
 void RunManager::OnIterationBegin(const IterationBegin& b) {
   Proc* proc = ProcFor(b.pid);
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
-  if (proc->measuring) (void)EndMeasurement(b.pid, *proc);  // its end never came: discard
+  measure_.DiscardUnfinished(b.pid, *proc);  // its end never came
   proc->begin_probe_ns = b.begin_ns;
-  if (JoinBegin(b, *proc, *tracker)) return;  // a data-parallel run: its step decides
+  if (steps_.Begin(b, *proc, *tracker)) return;  // a data-parallel run: its step decides
   selector::Decision d =
       tracker->Decide(b.pid, b.iter, b.seq_len, b.batch, static_cast<double>(b.tokens));
   // A control is timed like any chosen iteration, but no collector touches it.
   if (!d.measure || tracker->IsControl(b.pid, b.iter)) return;
-  StartCollectors(b.pid, proc, tracker, b.iter, d.group);
-}
-
-void RunManager::StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uint64_t iter,
-                                 uint32_t group) {
-  // A profiler holds the counters, or the node is paused: timed, no collector (the back-off
-  // closed them already).
-  if (backoff_.Blocks(pid, MonotonicNs())) return;
-  if (proc->rebuild && proc->collectors) {
-    proc->collectors->Close();
-    proc->collectors.reset();
-  }
-  proc->rebuild = false;
-  if (!proc->collectors && collector_factory_) {
-    proc->collectors = std::make_unique<collectors::CollectorSet>();
-    const std::set<std::string>& dropped = tracker->dropped_collectors();
-    // Events the source counts at the probes are left out of the user-space collectors.
-    const std::vector<std::string> in_probes =
-        source_ != nullptr ? source_->ProbeCounterEvents(pid) : std::vector<std::string>{};
-    for (auto& c : collector_factory_()) {
-      LeaveEventsToProbes(*c, in_probes);
-      if (!dropped.count(std::string(c->name()))) proc->collectors->Add(std::move(c));
-    }
-    proc->collectors->Open(collectors::Target{pid, ""});
-    for (const auto& st : proc->collectors->stats()) {
-      CollectorTotals& t = totals_[st.name];
-      t.state = std::string(collectors::CollectorStateName(st.state));
-      t.last_error =
-          st.state == collectors::CollectorState::kFailed ? st.open_status.message() : "";
-    }
-    for (const auto& st : proc->collectors->stats()) {
-      if (collectors::IsCountersBusy(st.open_status)) {
-        NoteBusy(pid, *proc, st.name, st.open_status);
-        return;
-      }
-    }
-  }
-  if (proc->collectors) {
-    const bool any_open =
-        std::any_of(proc->collectors->stats().begin(), proc->collectors->stats().end(),
-                    [](const auto& st) { return st.state == collectors::CollectorState::kOpen; });
-    if (any_open && (source_ == nullptr || source_->pids_are_live())) {
-      windows_.UserSpaceStart(proc->begin_probe_ns, static_cast<uint64_t>(MonotonicNs()));
-    }
-    proc->collectors->Begin(group);
-    proc->measuring = iter;
-  }
-}
-
-RunManager::Measured RunManager::EndMeasurement(pid_t pid, Proc& proc) {
-  Measured out;
-  std::vector<collectors::Sample>& values = out.values;
-  proc.measuring.reset();
-  if (!proc.collectors) return out;
-  auto readings = proc.collectors->End();
-  const auto& stats = proc.collectors->stats();
-  for (const collectors::CollectorReading& r : readings) {
-    CollectorTotals& t = totals_[r.collector];
-    for (const auto& st : stats) {
-      if (st.name == r.collector) t.cost_us += st.last_cost_us;
-    }
-    if (!r.status.ok()) {
-      ++t.failed;
-      t.last_error = r.status.message();
-      continue;
-    }
-    ++t.ok;
-    for (const collectors::Sample& s : r.samples) values.push_back(s);
-  }
-  // Which counter group each collector held (a failed one still ran its Begin): the observer
-  // effect is estimated per group.
-  for (const collectors::CollectorReading& r : readings) {
-    out.groups.push_back({r.collector, static_cast<uint32_t>(r.group)});
-  }
-  for (const collectors::CollectorReading& r : readings) {
-    if (collectors::IsCountersBusy(r.status)) {
-      NoteBusy(pid, proc, r.collector, r.status);
-      break;
-    }
-  }
-  return out;
-}
-
-void RunManager::CheckObserverEffect(int64_t run_id, RunTracker& tracker) {
-  const ObserverEffect& oe = tracker.observer_effect(options_.observer_threshold);
-  if (!tracker.TakeObserverUpdate() || !oe.flagged) return;  // costs a compare per iteration
-  std::vector<std::string> blamed = oe.FlaggedCollectors();
-  if (tracker.FirstObserverWarning()) {
-    std::string who;
-    for (const std::string& c : blamed) who += (who.empty() ? "" : ", ") + c;
-    char ratio[96];
-    std::snprintf(ratio, sizeof ratio, "%.2fx (95%% interval %.2f-%.2f, %llu pairs)", oe.all.ratio,
-                  oe.all.low, oe.all.high, static_cast<unsigned long long>(oe.all.pairs));
-    SEQPOINT_LOG(
-        kWarn,
-        "run " + std::to_string(run_id) + " (" + tracker.record().key +
-            "): collector-measured iterations take " + ratio +
-            " the time of the control iterations: measuring perturbs the "
-            "training (collectors: " +
-            (who.empty() ? std::string("none open") : who) +
-            "); projections of their metrics are marked perturbed, time and energy corrected" +
-            (options_.observer_drop ? ""
-                                    : " (runs.observer_effect_action = "
-                                      "\"drop\" would stop them)"));
-  }
-  if (!options_.observer_drop) return;
-  bool dropped_now = false;
-  const bool node_wide = options_.observer_node_drop_s > 0;
-  for (const std::string& c : blamed) {
-    if (node_wide) {
-      node_dropped_[c] = {run_id, WallNs() + options_.observer_node_drop_s * 1'000'000'000};
-    }
-    if (!tracker.dropped_collectors().insert(c).second) continue;
-    dropped_now = true;
-    SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": dropping collector " + c +
-                            " for the rest of the run" +
-                            (node_wide ? " and for the node's runs of the next " +
-                                             std::to_string(options_.observer_node_drop_s) +
-                                             " s (runs.observer_effect_node_drop_s)"
-                                       : std::string()) +
-                            " (runs.observer_effect_action = \"drop\")");
-  }
-  if (!dropped_now) return;
-  for (auto& [pid, p] : registry_.all()) {
-    if (p.run_id != run_id || !p.collectors) continue;
-    if (p.measuring) {
-      p.rebuild = true;  // after this measurement
-    } else {
-      p.collectors->Close();
-      p.collectors.reset();
-    }
-  }
-}
-
-std::map<std::string, NodeDrop> RunManager::node_dropped() const {
-  std::map<std::string, NodeDrop> out;
-  const int64_t now = WallNs();
-  for (const auto& [collector, drop] : node_dropped_) {
-    if (drop.until_unix_ns > now) out.emplace(collector, drop);
-  }
-  return out;
+  measure_.StartCollectors(b.pid, *proc, *tracker, b.iter, d.group);
 }
 
 void RunManager::OnIterationEnd(const IterationEnd& e) {
   Proc* proc = ProcFor(e.pid);
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
-  Measured m;
-  const bool measured = proc->measuring && *proc->measuring == e.iter;
-  if (measured) m = EndMeasurement(e.pid, *proc);
-  if (measured && proc->probe_counters && proc->probe_counters->iter == e.iter) {
-    windows_.TakeProbeCounters(*proc->probe_counters, &m.values);
-  }
-  proc->probe_counters.reset();
-  if (JoinEnd(e, *proc, *tracker, measured, m)) return;  // a data-parallel run
+  bool measured = false;
+  MeasurementController::Measured m = measure_.EndIteration(e.pid, *proc, e.iter, &measured);
+  // Every timed iteration may share the node's energy with other runs' (energy_attribution.h).
+  // Only with a sampler: its samples settle and prune them (SettleParked); without one nothing
+  // would ever forget them (one entry per iteration, for the daemon's life).
+  if (energy_ != nullptr) attribution_.IterationTimed(e.pid, proc->run_id, e.begin_ns, e.end_ns);
+  if (steps_.End(e, *proc, *tracker, measured, m)) return;  // a data-parallel run
   bool later = false;
   std::optional<double> energy = EnergyOrPark(proc->run_id, *tracker, e, /*whole=*/false, &later);
   tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
                     e.end_ns, m.values, energy, m.groups, later);
-  CheckObserverEffect(proc->run_id, *tracker);
+  measure_.CheckObserverEffect(proc->run_id, *tracker);
   UpdateHooks(e.pid, *proc, *tracker);
 }
 
@@ -340,10 +200,8 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
   if (it == registry_.all().end()) return;
   Proc& proc = it->second;
   const int64_t run_id = proc.run_id;
-  if (proc.measuring) (void)EndMeasurement(x.pid, proc);
-  if (proc.collectors) proc.collectors->Close();
+  measure_.ProcessExited(x.pid, proc);
   registry_.all().erase(it);
-  backoff_.Forget(x.pid);
   const uint64_t now_mono = MonotonicNowNs();
   attribution_.ProcessExited(x.pid, now_mono);
   // End records arrive at most a poll interval late and an iteration older than the sampler's
@@ -353,7 +211,7 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
   if (run == runs_.end()) return;
   RunTracker& tracker = *run->second;
   // A data-parallel run's decisions are its steps': the other ranks still complete them.
-  if (!JoinExit(x, run_id, tracker)) tracker.DropPending(x.pid);
+  if (!steps_.Exit(x, run_id, tracker)) tracker.DropPending(x.pid);
   if (x.Crashed()) {
     tracker.record().state = RunState::kCrashed;
     tracker.record().end_reason = "pid " + std::to_string(x.pid) + " " + x.Describe();
@@ -395,7 +253,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
   if (on_closed_) on_closed_(tracker.Snapshot());
   if (!saved) persistence_.KeepUnsaved(std::move(it->second));
   runs_.erase(it);
-  joins_.erase(run_id);
+  steps_.Forget(run_id);
   idle_since_ns_.erase(run_id);
   job_labels_.erase(run_id);
   ++runs_closed_;
@@ -404,7 +262,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
 
 void RunManager::CloseIdleRuns() {
   const int64_t now = WallNs();
-  if (source_ == nullptr || source_->pids_are_live()) {
+  if (Live()) {
     // A process whose exit event was lost: gone from /proc.
     std::vector<pid_t> gone;
     for (const auto& [pid, p] : registry_.all()) {

@@ -5,30 +5,20 @@
 // resumes them through RunPersistence (run_persistence.h: one transaction per flush; a run that
 // cannot be restored is set aside, the daemon starts).
 //
-// Collectors: one CollectorSet per process, opened on the process's first chosen iteration and
-// closed when its run has spent a count budget (then begin hooks are turned off and only the
-// probes' end records are consumed, batched; a paced budget keeps them on).
-//
-// Energy (run_manager_energy.cpp): with an EnergySampler, every timed iteration gets its share
-// of the node's energy over its probe timestamps (energy_attribution.h says whose it is; a
-// data-parallel step gets the node's whole energy over the step), never read on the iteration
-// path: an iteration that ended after the last sample waits for the next one. The sampler
-// replaces the energy collector on SeqPoints.
-//
-// Observer effect: the collectors skip the control iterations (observer_effect.h). After each
-// measured iteration the run's estimate is consulted; once flagged it is logged once, and with
-// observer_drop the collectors it blames are dropped for the rest of that run (time and energy
-// go on).
-//
-// Profilers (collector_backoff.h, profiler_watch.h): ScanProfilers() (a daemon timer) looks
-// for a profiler on every watched process; while one is there, or a vendor library answered
-// that its counters are busy, or the node is paused (PauseCollectors), that process's collectors
-// stay closed; they open again at the next chosen iteration after the hold-down or the resume.
-//
-// Data-parallel runs (step_join.h): a run with several live ranks, or whose launcher announces
-// several on this node, feeds its tracker steps, not rank-iterations: each step's decision is
-// taken once and its collectors run on every rank; steps are reported under the run's lead pid.
-// A run of one process is fed exactly as before.
+// RunManager delegates, one owner per concern:
+//  - MeasurementController (measure/measurement_controller.h): the collectors around the chosen
+//    iterations, the profiler back-off and pause, the observer-effect checks and drops, the
+//    counter windows and the collectors' totals;
+//  - StepFeeder (steps/step_feeder.h): data-parallel runs, their step joins and the step's
+//    device and energy policy (each device once per step; the node's energy over the step);
+//  - RunPersistence (run_persistence.h): what is written when; ProcessRegistry: the processes.
+// It keeps the IterationSink entry points, the runs' lifecycle (created from announced
+// processes, closed when their processes exit or go idle) and the node's energy per iteration
+// (run_manager_energy.cpp): with an EnergySampler, every timed iteration gets its share of the
+// node's energy over its probe timestamps (energy_attribution.h says whose it is: shared only
+// with the runs whose iterations overlap it in time), never read on the iteration path: an
+// iteration that ended after the last sample, or overlaps another run's iteration not reported
+// yet, waits. The sampler replaces the energy collector on SeqPoints.
 //
 // Threads: everything runs on the daemon's io_context thread.
 #pragma once
@@ -46,13 +36,15 @@
 #include "agent/config/config_validate.h"
 #include "agent/energy/energy_attribution.h"
 #include "agent/energy/energy_sampler.h"
-#include "agent/runs/collector_backoff.h"
-#include "agent/runs/counter_windows.h"
+#include "agent/measure/collector_backoff.h"
+#include "agent/measure/counter_windows.h"
+#include "agent/measure/measurement_controller.h"
+#include "agent/measure/profiler_watch.h"
 #include "agent/runs/process_registry.h"
-#include "agent/runs/profiler_watch.h"
 #include "agent/runs/run_persistence.h"
 #include "agent/runs/run_tracker.h"
-#include "agent/runs/step_join.h"
+#include "agent/steps/step_feeder.h"
+#include "agent/steps/step_join.h"
 #include "agent/source/iteration_source.h"
 #include "agent/source/run_key.h"
 #include "agent/store/store.h"
@@ -60,8 +52,6 @@
 #include "selector/online_selector.h"
 
 namespace seqpoint::daemon {
-
-using CollectorSetFactory = std::function<std::vector<std::unique_ptr<collectors::Collector>>()>;
 
 struct RunManagerOptions {
   RunGroupBy group_by;
@@ -84,27 +74,14 @@ struct RunManagerOptions {
   size_t max_unsaved_closed = 64;
 };
 
-// Totals per collector over every process measured since the daemon started.
-struct CollectorTotals {
-  uint64_t ok = 0;
-  uint64_t failed = 0;
-  double cost_us = 0;
-  std::string state;       // of the most recently opened set
-  std::string last_error;  // open or measurement error, empty when healthy
-};
-
-// A collector dropped node-wide (runs.observer_effect_node_drop_s > 0) by the run that found it
-// perturbing, until the drop expires.
-struct NodeDrop {
-  int64_t run_id = 0;
-  int64_t until_unix_ns = 0;
-};
-
 class RunManager : public IterationSink {
  public:
   RunManager(Store* store, CollectorSetFactory collectors, RunManagerOptions options);
   // The source is told when a process's begin hooks are worth having.
-  void set_source(IterationSource* source) { source_ = source; }
+  void set_source(IterationSource* source) {
+    source_ = source;
+    measure_.set_source(source);
+  }
   // Called with the final snapshot of every run that closes (the uploader spools it).
   void set_on_run_closed(std::function<void(RunSnapshot)> fn) { on_closed_ = std::move(fn); }
   // Per-iteration energy from this sampler (null: none). Not owned; outlives the manager.
@@ -112,7 +89,8 @@ class RunManager : public IterationSink {
   // callback): the sampler must not sample once the manager is gone.
   void set_energy_sampler(EnergySampler* sampler);
   // Iterations whose energy waits for the sampler's next sample (never read on the iteration
-  // path: an iteration that ended after the last sample is parked, then settled).
+  // path: an iteration that ended after the last sample is parked, then settled), or for the
+  // overlapping iterations of another run (energy_attribution.h).
   size_t energy_parked() const { return parked_.size(); }
   EnergySampler* energy_sampler() const { return energy_; }
   const RunManagerOptions& options() const { return options_; }
@@ -131,30 +109,48 @@ class RunManager : public IterationSink {
   void OnIterationEnd(const IterationEnd& end) override;
   void OnProcessExit(const ProcessExit& exit) override;
   void OnIterationCounters(const IterationCounters& counters) override;
+  // A collective's arrival (the collective probes): for the ranks' observer (StepFeeder's
+  // RankObserver: the straggler book), if any.
+  void OnCollectiveArrival(uint32_t pid, uint64_t ts_ns) {
+    if (RankObserver* o = steps_.rank_observer()) o->OnCollectiveArrival(pid, ts_ns);
+  }
   // Where measured iterations' counter windows started (counter_windows.h).
-  const CounterWindows& counter_windows() const { return windows_; }
+  const CounterWindows& counter_windows() const { return measure_.windows(); }
 
   // Looks for profilers on every watched process (live pids only), starts and ends back-offs,
-  // and lifts a pause whose duration has passed (run_manager_backoff.cpp).
-  void ScanProfilers();
+  // and lifts a pause whose duration has passed (measure/measurement_backoff.cpp).
+  void ScanProfilers() { measure_.ScanProfilers(); }
+  // all = false: only processes backed off; the others are scanned when their libraries change
+  // (OnLibrariesChanged) and when found (the daemon's tick still scans all now and then).
+  void ScanProfilers(bool all) { measure_.ScanProfilers(all); }
+  void OnLibrariesChanged(pid_t pid) override { measure_.ScanPid(pid); }
   // Closes every process's collectors until ResumeCollectors() or `duration_ns` from now.
-  const PauseState& PauseCollectors(std::optional<int64_t> duration_ns);
+  const PauseState& PauseCollectors(std::optional<int64_t> duration_ns) {
+    return measure_.Pause(duration_ns);
+  }
   // True when a pause was lifted.
-  bool ResumeCollectors();
-  const CollectorBackoff& backoff() const { return backoff_; }
+  bool ResumeCollectors() { return measure_.Resume(); }
+  const CollectorBackoff& backoff() const { return measure_.backoff(); }
   // The node-wide drops in force now (expired ones left out).
-  std::map<std::string, NodeDrop> node_dropped() const;
+  std::map<std::string, NodeDrop> node_dropped() const { return measure_.node_dropped(); }
   // The back-off of the run's processes, by pid (empty when its collectors run).
-  std::map<pid_t, Backoff> RunBackoffs(int64_t run_id) const;
+  std::map<pid_t, Backoff> RunBackoffs(int64_t run_id) const {
+    return measure_.RunBackoffs(run_id);
+  }
+  // The owners RunManager delegates to (hooks for the daemon and tests).
+  MeasurementController& measurement() { return measure_; }
+  StepFeeder& steps() { return steps_; }
 
   const std::map<int64_t, std::unique_ptr<RunTracker>>& runs() const { return runs_; }
   // The job's name and world size as its first live rank's environment gave them (in memory
   // only: a resumed run reads them again from its ranks); empty when unknown.
   RunJobLabels JobLabels(int64_t run_id) const;
   // The step join of a data-parallel run (its ranks, lagging and stopped), or null.
-  const StepJoin* step_join(int64_t run_id) const;
+  const StepJoin* step_join(int64_t run_id) const { return steps_.join(run_id); }
   RunTracker* FindActive(const std::string& id_or_key);
-  const std::map<std::string, CollectorTotals>& collector_totals() const { return totals_; }
+  const std::map<std::string, CollectorTotals>& collector_totals() const {
+    return measure_.totals();
+  }
   uint64_t runs_closed() const { return runs_closed_; }
   uint64_t runs_crashed() const { return runs_crashed_; }  // of runs_closed()
   uint64_t store_errors() const { return persistence_.store_errors(); }
@@ -174,40 +170,24 @@ class RunManager : public IterationSink {
   // The announced process of an event, or null (counted and dropped: process_registry.h).
   Proc* ProcFor(pid_t pid) { return registry_.ForEvent(pid); }
   RunTracker* TrackerFor(const Proc& proc);
+  // The process's begin hooks follow its run's need; its collectors close once the run's count
+  // budget is spent.
   void UpdateHooks(pid_t pid, Proc& proc, RunTracker& tracker);
-  // What the collectors of one measured iteration read, and the counter group each held.
-  struct Measured {
-    std::vector<collectors::Sample> values;
-    std::vector<CounterGroup> groups;
-  };
-  Measured EndMeasurement(pid_t pid, Proc& proc);
-  // Opens (once) and begins the process's collectors for `iter` in counter group `group`.
-  void StartCollectors(pid_t pid, Proc* proc, RunTracker* tracker, uint64_t iter, uint32_t group);
-  // Data-parallel runs (run_manager_steps.cpp): each returns false when the process's run has
-  // no step join (one process: fed as before), else feeds the join and acts on what it asks.
-  void JoinFound(pid_t pid, Proc& proc, RunTracker& tracker);
-  bool JoinBegin(const IterationBegin& b, Proc& proc, RunTracker& tracker);
-  bool JoinEnd(const IterationEnd& e, Proc& proc, RunTracker& tracker, bool measured, Measured& m);
-  bool JoinExit(const ProcessExit& x, int64_t run_id, RunTracker& tracker);
-  void RunJoinActions(int64_t run_id, StepJoin& join, RunTracker& tracker);
-  // A collector of `pid` answered busy (collectors::IsCountersBusy): back off.
-  void NoteBusy(pid_t pid, Proc& proc, const std::string& collector, const Status& status);
-  // Discards a measurement under way and releases the counters (a back-off or pause began).
-  void StopCollectors(Proc& proc);
-  // Looks for a profiler on one live process (at discovery, and on every ScanProfilers).
-  void ScanProcess(pid_t pid, Proc& proc, int64_t mono_ns, int64_t wall_ns);
-  // The node's energy over an iteration (whole: a data-parallel step, which stands for every
-  // rank: never divided by the rank count) or over a rank-iteration (shared equally by the
-  // run's live processes, energy_attribution.h); nullopt when another run shared the node or
-  // nothing covered it (counted).
+  bool Live() const { return source_ == nullptr || source_->pids_are_live(); }
+  // The iteration's share of the node's energy over [begin, end] (energy_attribution.h: shared
+  // with the runs whose iterations overlap it; whole: a data-parallel step, which stands for
+  // every rank). nullopt and *wait when another run's overlapping iterations are not reported
+  // yet (unless last_try: then refused as shared, counted); nullopt when the sampler does not
+  // cover it (counted).
   std::optional<double> NodeEnergy(int64_t run_id, RunTracker& tracker, const IterationEnd& e,
-                                   bool whole);
-  // The energy of (pid, iter) over [begin, end] if the sampler covers its end now; else it is
-  // parked (*later = true) and settled by SettleParked at the next sample.
+                                   bool whole, bool last_try, bool* wait);
+  // The energy of (pid, iter) over [begin, end] if it can be given now; else it is parked
+  // (*later = true) and settled by SettleParked at a later sample.
   std::optional<double> EnergyOrPark(int64_t run_id, RunTracker& tracker, const IterationEnd& e,
                                      bool whole, bool* later);
-  // Settles the parked iterations the sampler covers now; with `run` set, every parked
-  // iteration of that run (it closes: those still uncovered get none, counted).
+  // Settles the parked iterations that can be given their energy now, and refuses those that
+  // waited past EnergyAttribution::kShareWaitNs; with `run` set, every parked iteration of that
+  // run (it closes: those still uncovered or unshared get none, counted).
   void SettleParked(std::optional<int64_t> run = std::nullopt);
   struct Parked {
     int64_t run_id;
@@ -215,30 +195,21 @@ class RunManager : public IterationSink {
     bool whole;
   };
   std::vector<Parked> parked_;
-  void CheckObserverEffect(int64_t run_id, RunTracker& tracker);
   void CloseRun(int64_t run_id, RunState state, const std::string& reason);
   int64_t NewRunId() { return persistence_.NewRunId(runs_.empty() ? 0 : runs_.rbegin()->first); }
 
   RunPersistence persistence_;
-  CollectorSetFactory collector_factory_;
   RunManagerOptions options_;
   IterationSource* source_ = nullptr;
   std::function<void(RunSnapshot)> on_closed_;
   std::map<int64_t, std::unique_ptr<RunTracker>> runs_;  // active runs by id
   std::map<int64_t, int64_t> idle_since_ns_;             // runs with no live process
   ProcessRegistry registry_;
-  std::map<int64_t, RunJobLabels> job_labels_;          // by run id
-  std::map<int64_t, std::unique_ptr<StepJoin>> joins_;  // data-parallel runs, by id
-  std::map<std::string, CollectorTotals> totals_;
-  // Collectors some run on this node dropped for perturbing it, with observer_node_drop_s > 0:
-  // later runs start without them until the drop expires (the same collector on the same node
-  // perturbs again; on VMs that trap PMU access the slowdown outlives the measurement by
-  // seconds). Cleared by Reconfigure (SIGHUP) and restart.
-  std::map<std::string, NodeDrop> node_dropped_;
+  std::map<int64_t, RunJobLabels> job_labels_;  // by run id
+  MeasurementController measure_;
+  StepFeeder steps_;
   EnergySampler* energy_ = nullptr;
   EnergyAttribution attribution_;
-  CollectorBackoff backoff_;
-  CounterWindows windows_;
   uint64_t runs_closed_ = 0;
   uint64_t runs_crashed_ = 0;
 };

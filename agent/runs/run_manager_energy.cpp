@@ -1,8 +1,9 @@
 // RunManager and the node's energy (energy_sampler.h, energy_attribution.h): an iteration's
-// energy is the node's over its probe timestamps, interpolated in the sampler's ring; it is
-// never read on the iteration path. An iteration whose end is past the last sample is parked
-// and settled after the sampler's next periodic sample (its on_sample callback), or at its
-// run's close. A data-parallel step gets the node's whole energy over the step.
+// energy is its share of the node's over its probe timestamps, interpolated in the sampler's
+// ring; it is never read on the iteration path. An iteration whose end is past the last sample,
+// or whose window another run's process may still report an iteration in, is parked and
+// settled after a later periodic sample (the sampler's on_sample callback), or at its run's
+// close. A data-parallel step gets its run's whole share over the step (step_feeder.h).
 #include <algorithm>
 
 #include "agent/runs/run_manager.h"
@@ -18,7 +19,11 @@ std::optional<double> RunManager::EnergyOrPark(int64_t run_id, RunTracker& track
                                                const IterationEnd& e, bool whole, bool* later) {
   *later = false;
   if (energy_ == nullptr || e.begin_ns == 0 || e.end_ns < e.begin_ns) return std::nullopt;
-  if (energy_->Covers(e.end_ns)) return NodeEnergy(run_id, tracker, e, whole);
+  if (energy_->Covers(e.end_ns)) {
+    bool wait = false;
+    std::optional<double> uj = NodeEnergy(run_id, tracker, e, whole, /*last_try=*/false, &wait);
+    if (!wait) return uj;
+  }
   // End records arrive up to a poll interval after the end, usually before the next periodic
   // sample: reading the counter here would put a vendor call on every iteration. Bounded: past
   // a ring's worth of samples, the oldest parked iteration is settled (without, if uncovered).
@@ -29,40 +34,64 @@ std::optional<double> RunManager::EnergyOrPark(int64_t run_id, RunTracker& track
 }
 
 void RunManager::SettleParked(std::optional<int64_t> run) {
-  std::vector<Parked> keep;
-  std::vector<Parked> now;
-  for (Parked& p : parked_) {
-    const bool covered = energy_ != nullptr && energy_->Covers(p.span.end_ns);
-    (covered || (run && p.run_id == *run) ? now : keep).push_back(p);
-  }
-  parked_ = std::move(keep);  // before settling: nothing below parks again
-  for (const Parked& p : now) {
+  std::vector<Parked> waiting = std::move(parked_);
+  parked_.clear();  // nothing below parks again
+  const uint64_t last = energy_ != nullptr ? energy_->last_sample_ns() : 0;
+  uint64_t oldest = UINT64_MAX;
+  for (const Parked& p : waiting) {
     auto t = runs_.find(p.run_id);
     if (t == runs_.end()) continue;
+    const bool closing = run && p.run_id == *run;
+    const bool covered = energy_ != nullptr && energy_->Covers(p.span.end_ns);
+    const bool stale = last > p.span.end_ns + EnergyAttribution::kShareWaitNs;
     std::optional<double> uj;
-    if (energy_ != nullptr && energy_->Covers(p.span.end_ns)) {
-      uj = NodeEnergy(p.run_id, *t->second, p.span, p.whole);
-    } else {
+    if (covered) {
+      bool wait = false;
+      uj = NodeEnergy(p.run_id, *t->second, p.span, p.whole, closing || stale, &wait);
+      if (wait) {
+        parked_.push_back(p);
+        oldest = std::min(oldest, p.span.begin_ns);
+        continue;
+      }
+    } else if (closing) {
       t->second->CountEnergyUnattributed(/*shared=*/false);  // never covered
+    } else {
+      parked_.push_back(p);
+      oldest = std::min(oldest, p.span.begin_ns);
+      continue;
     }
     t->second->SettleEnergy(p.span.pid, p.span.iter, uj);
   }
+  // Iterations older than every window still to come or waiting are no sharers any more.
+  attribution_.Prune(std::min(oldest, MonotonicNowNs()));
 }
 
 std::optional<double> RunManager::NodeEnergy(int64_t run_id, RunTracker& tracker,
-                                             const IterationEnd& e, bool whole) {
+                                             const IterationEnd& e, bool whole, bool last_try,
+                                             bool* wait) {
+  *wait = false;
   if (energy_ == nullptr || e.begin_ns == 0 || e.end_ns < e.begin_ns) return std::nullopt;
-  std::optional<uint32_t> k = attribution_.Divisor(run_id, e.begin_ns, e.end_ns);
-  if (!k) {
-    tracker.CountEnergyUnattributed(/*shared=*/true);
+  std::vector<EnergyPiece> pieces;
+  if (attribution_.Share(run_id, e.pid, whole, e.begin_ns, e.end_ns, &pieces) ==
+      EnergyAttribution::Outcome::kWait) {
+    if (!last_try) {
+      *wait = true;
+    } else {
+      tracker.CountEnergyUnattributed(/*shared=*/true);
+    }
     return std::nullopt;
   }
-  std::optional<double> uj = energy_->EnergyBetween(e.begin_ns, e.end_ns);
-  if (!uj) {
-    tracker.CountEnergyUnattributed(/*shared=*/false);
-    return std::nullopt;
+  double sum = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::optional<double> uj =
+        energy_->EnergyBetween(pieces[i].from_ns, pieces[i].to_ns, /*counted=*/i == 0);
+    if (!uj) {
+      tracker.CountEnergyUnattributed(/*shared=*/false);
+      return std::nullopt;
+    }
+    sum += *uj * pieces[i].weight;
   }
-  return whole ? *uj : *uj / *k;
+  return sum;
 }
 
 }  // namespace seqpoint::daemon

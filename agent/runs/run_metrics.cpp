@@ -1,11 +1,11 @@
 #include "agent/runs/run_metrics.h"
 
-#include "agent/source/run_key.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
+
+#include "agent/source/run_key.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -27,7 +27,56 @@ void AddAttribution(std::vector<MetricFamily>& families,
   }
 }
 
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
+
+std::vector<GpuMemoryOutlook> GpuMemoryOutlooks(const std::vector<Projection>& projections) {
+  // By GPU (the name's "<collector>:gpu<i>" part): the process's memory where measured, else
+  // the GPU's; the capacity of that GPU.
+  std::map<std::string, const Projection*> process, device;
+  std::map<std::string, const Projection*> capacity;
+  for (const Projection& p : projections) {
+    if (p.kind != 1) continue;
+    const size_t colon = p.metric.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string gpu = p.metric.substr(0, colon);
+    if (EndsWith(p.metric, ":proc_mem_used")) process[gpu] = &p;
+    if (EndsWith(p.metric, ":mem_used") || EndsWith(p.metric, ":vram_used")) device[gpu] = &p;
+    if (EndsWith(p.metric, ":mem_total") || EndsWith(p.metric, ":vram_total")) capacity[gpu] = &p;
+  }
+  for (const auto& [gpu, p] : process) device.erase(gpu);
+  std::vector<GpuMemoryOutlook> out;
+  for (const auto* set : {&process, &device}) {
+    for (const auto& [gpu, p] : *set) {
+      GpuMemoryOutlook o;
+      o.metric = p->metric;
+      o.process = set == &process;
+      o.bins = p->bins;
+      if (auto c = capacity.find(gpu); c != capacity.end() && std::isfinite(c->second->peak)) {
+        o.capacity_metric = c->second->metric;
+        o.capacity_bytes = c->second->peak;
+      }
+      // Each bin's peak at the SL that read it: where the memory was needed.
+      std::vector<collectors::MemoryPoint> points;
+      for (const GaugeBin& b : p->bins) {
+        if (b.samples == 0 || !std::isfinite(b.peak)) continue;
+        points.push_back(
+            {static_cast<double>(b.peak_seq_len > 0 ? b.peak_seq_len : b.bin_hi), b.peak});
+      }
+      o.fit = collectors::FitMemory(points, o.capacity_bytes);
+      if (o.capacity_bytes <= 0) {
+        o.fit.why = "the GPU's memory capacity is not reported (no " + gpu + ":mem_total or " +
+                    gpu + ":vram_total sample): no SL at which it runs out can be given";
+      }
+      out.push_back(std::move(o));
+    }
+  }
+  return out;
+}
 
 std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions& options,
                                       bool for_upload) {
@@ -53,6 +102,41 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto gap = Gauge("seqpoint_run_projection_unobserved",
                    "The part of the projected total that stands for the run's unobserved "
                    "iterations (agent down, events lost), estimated from the observed ones.");
+  auto gmean = Gauge("seqpoint_run_gauge_mean",
+                     "Time-weighted mean over the run of a gauge metric (memory in use, power, "
+                     "clocks, utilisation, GPU activity): its measured iterations weighted by "
+                     "their wall time, projected over the run's time strata; in base units. "
+                     "Gauges are never summed into seqpoint_run_projection.");
+  auto gmean_low =
+      Gauge("seqpoint_run_gauge_mean_low", "Lower end of the gauge mean's 95% interval.");
+  auto gmean_high = Gauge("seqpoint_run_gauge_mean_high",
+                          "Upper end of the gauge mean's 95% interval; +Inf when the samples "
+                          "cannot bound it (seqpoint_run_gauge_bounded 0).");
+  auto gbounded = Gauge("seqpoint_run_gauge_bounded",
+                        "0 when the gauge's measured samples cannot bound its mean (fewer than "
+                        "3 degrees of freedom): only the mean and the peak are known.");
+  auto gpeak = Gauge("seqpoint_run_gauge_peak",
+                     "Highest value of a gauge metric over the run's measured iterations.");
+  auto mem_exceed = Gauge("seqpoint_run_gpu_memory_exceed_seq_len",
+                          "SL at which the run's GPU memory (the per-SL-bin peaks of the "
+                          "process's GPU memory, fitted by a line) would reach the GPU's "
+                          "capacity; only where the fit holds (3 or more bins, R^2 >= 0.9). "
+                          "extrapolated=\"1\": beyond twice the largest SL measured.");
+  auto mcost = Gauge("seqpoint_run_measurement_cost_seconds",
+                     "The trainer's added time per measured iteration (base units), by how it "
+                     "is known: source=observer (the observer-effect check's controls) or "
+                     "measured (measured iterations against their SL's mean time).");
+  auto moverhead = Gauge("seqpoint_run_measurement_overhead_ratio",
+                         "Share of the run's timed time that measuring added (cost per measured "
+                         "iteration x measured iterations / the iterations' time); "
+                         "runs.max_overhead caps it.");
+  auto mlost = Counter("seqpoint_run_measurement_candidates_lost_total",
+                       "Iterations the selector would have measured but could not: "
+                       "reason=end_only (fed without a begin: the hooks were off) or "
+                       "over_overhead (declined by runs.max_overhead).");
+  auto mend_only = Counter("seqpoint_run_end_only_iterations_total",
+                           "Iterations fed without a begin event (begin hooks off): timed from "
+                           "their end alone, never measured.");
   auto warmup = Gauge("seqpoint_run_warmup_iterations",
                       "Iterations of the run's warm-up, found from every iteration's time.");
   auto strata = Gauge("seqpoint_run_time_strata",
@@ -65,8 +149,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                       "Total of a cheap metric measured on every iteration: iteration time "
                       "(probe timestamps), and energy where a source is present (the node's "
                       "energy over the run's iterations, interpolated between counter samples "
-                      "taken every runs.energy_sample_interval_ms; only while the run owns the "
-                      "node, shared equally among its ranks).");
+                      "taken every runs.energy_sample_interval_ms; shared with the runs whose "
+                      "iterations overlap it in time).");
   auto error = Gauge("seqpoint_run_self_check_error_ratio",
                      "(projected - actual) / actual of a cheap metric (time, energy), the actual "
                      "less what measuring added (seqpoint_run_observer_excess): the live "
@@ -99,7 +183,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                               "Iterations given a share of the node's energy.");
   auto energy_unattr =
       Counter("seqpoint_run_energy_unattributed_iterations_total",
-              "Timed iterations without energy: reason=shared (another run's process was alive), "
+              "Timed iterations without energy: reason=shared (another run's process overlapped it and "
+              "reported no iteration past it within 60 s), "
               "uncovered (counter read failed, or the iteration is older than the sample ring).");
   auto iters = Counter("seqpoint_run_iterations_total", "Iterations observed in the run.");
   auto measured = Counter("seqpoint_run_measured_iterations_total",
@@ -117,10 +202,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                           "holds the counters; profiler= the collector); 0, profiler empty, "
                           "while they run.");
   std::vector<MetricFamily*> all = {
-      &info,     &proj,   &low,      &high,     &steady,   &bounded,      &warmup,  &strata,
-      &changes,  &actual, &error,    &within,   &excess,   &oe_ratio,     &oe_low,  &oe_high,
-      &oe_pairs, &oe_flag, &perturbed, &dropped, &energy_iters, &energy_unattr, &iters,
-      &measured, &unobserved, &gap,   &points, &allowed, &bins, &backed_off};
+      &info,          &proj,       &low,       &high,       &steady,     &bounded,  &warmup,
+      &strata,        &changes,    &actual,    &error,      &within,     &excess,   &oe_ratio,
+      &oe_low,        &oe_high,    &oe_pairs,  &oe_flag,    &perturbed,  &dropped,  &energy_iters,
+      &energy_unattr, &iters,      &measured,  &unobserved, &gap,        &points,   &allowed,
+      &bins,          &backed_off, &gmean,     &gmean_low,  &gmean_high, &gbounded, &gpeak,
+      &mem_exceed,    &mcost,      &moverhead, &mlost,      &mend_only};
   SeriesCap cap(all, options.max_series);
   std::map<std::string, Labels> attribution;  // run -> labels every uploaded series carries
   for (const auto& [id, tracker] : runs.runs()) {
@@ -143,9 +230,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     info_labels.insert(info_labels.end(), layers.begin(), layers.end());
     info.Add(info_labels, 1);
     Labels& upload_labels = attribution[run];
-    Labels attributed = {{"launcher", who.launcher}, {"job_id", who.job},
-                         {"step", who.step},         {"job_name", job.job_name},
-                         {"world_size", job.world_size}, {"node", options.node}};
+    Labels attributed = {{"launcher", who.launcher},
+                         {"job_id", who.job},
+                         {"step", who.step},
+                         {"job_name", job.job_name},
+                         {"world_size", job.world_size},
+                         {"node", options.node}};
     attributed.insert(attributed.end(), layers.begin(), layers.end());
     for (const auto& [k, v] : attributed) {
       if (!v.empty()) upload_labels.emplace_back(k, v);  // an empty label is no label
@@ -166,6 +256,14 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     for (const Projection& p : s.projections) {
       BaseUnit b = ToBaseUnit(p.metric, p.unit);
       Labels l = {{"run", run}, {"metric", b.name}, {"unit", b.unit}};
+      if (p.kind == 1) {  // a gauge: its mean and peak, never a total
+        gmean.Add(l, p.total * b.scale);
+        gmean_low.Add(l, p.low * b.scale);
+        gmean_high.Add(l, p.high * b.scale);
+        gbounded.Add({{"run", run}, {"metric", b.name}}, p.bounded ? 1 : 0);
+        if (std::isfinite(p.peak)) gpeak.Add(l, p.peak * b.scale);
+        continue;
+      }
       proj.Add(l, p.total * b.scale);
       low.Add(l, p.low * b.scale);
       high.Add(l, p.high * b.scale);
@@ -174,6 +272,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       bounded.Add({{"run", run}, {"metric", b.name}}, p.bounded ? 1 : 0);
       if (std::isfinite(p.steady_total)) steady.Add(l, p.steady_total * b.scale);
       gap.Add(l, p.gap_total * b.scale);  // 0 while every iteration was seen
+    }
+    for (const GpuMemoryOutlook& m : GpuMemoryOutlooks(s.projections)) {
+      if (!m.fit.supported || !m.fit.exceed_sl) continue;
+      mem_exceed.Add(
+          {{"run", run}, {"metric", m.metric}, {"extrapolated", m.fit.extrapolated ? "1" : "0"}},
+          *m.fit.exceed_sl);
     }
     // The same age as the projections above: one scrape, one recompute, one instant.
     for (const SelfCheck& c : tracker->self_checks(1'000'000'000)) {
@@ -205,6 +309,14 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
       energy_unattr.Add({{"run", run}, {"reason", "uncovered"}},
                         static_cast<double>(tracker->energy_uncovered()));
     }
+    const MeasurementCost mc = tracker->measurement_cost();
+    if (mc.source != "none") {
+      mcost.Add({{"run", run}, {"source", mc.source}}, mc.per_measured_ns * 1e-9);
+      moverhead.Add({{"run", run}}, mc.share);
+    }
+    mlost.Add({{"run", run}, {"reason", "end_only"}}, static_cast<double>(mc.missed));
+    mlost.Add({{"run", run}, {"reason", "over_overhead"}}, static_cast<double>(mc.over_budget));
+    mend_only.Add({{"run", run}}, static_cast<double>(mc.end_only));
     const selector::TimeStrata& ts = tracker->strata();
     warmup.Add({{"run", run}}, static_cast<double>(ts.warmup_end()));
     strata.Add({{"run", run}}, static_cast<double>(ts.Strata().size()));
@@ -226,15 +338,17 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     options.ledger->dropped = cap.dropped();
   }
   // Uploaded too: whatever a whole-run total stands on, including what was never seen.
-  std::vector<MetricFamily> out = {info,   proj,     low,        high,     steady,  bounded,
-                                   gap,    actual,   error,      within,   iters,   measured,
-                                   unobserved, oe_ratio, oe_low, oe_high, oe_flag, perturbed};
+  std::vector<MetricFamily> out = {info,       proj,      low,        high,    steady,  bounded,
+                                   gap,        actual,    error,      within,  iters,   measured,
+                                   unobserved, oe_ratio,  oe_low,     oe_high, oe_flag, perturbed,
+                                   gmean,      gmean_low, gmean_high, gpeak};
   if (for_upload) {
     AddAttribution(out, attribution);
     return out;
   }
-  for (auto* f : {&warmup, &strata, &changes, &points, &allowed, &bins, &excess,
-                  &oe_pairs, &dropped, &energy_iters, &energy_unattr, &backed_off}) {
+  for (auto* f : {&gbounded, &mem_exceed, &mcost, &moverhead, &mlost, &mend_only, &warmup, &strata,
+                  &changes, &points, &allowed, &bins, &excess, &oe_pairs, &dropped, &energy_iters,
+                  &energy_unattr, &backed_off}) {
     out.push_back(std::move(*f));
   }
   return out;

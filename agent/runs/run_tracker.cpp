@@ -37,7 +37,10 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     selector::Decision d;
     const uint32_t n = std::max<uint32_t>(1, e.repeat);
     for (uint32_t i = 0; i < n; ++i) {
-      const uint64_t ordinal = t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n, &d);
+      const uint64_t ordinal =
+          t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n,
+                 (e.flags & kIterationLogUnmeasurable) == 0, &d, nullptr,
+                 (e.flags & kIterationLogOverBudget) != 0);
       // The time strata (warm-up, changes) come back with the times; an aggregated entry
       // gives each of its iterations the mean.
       if (e.time_ns > 0) t.selector_.OnTime(ordinal, e.seq_len, e.batch, e.time_ns / n);
@@ -80,23 +83,27 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
 }
 
 uint64_t RunTracker::Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
-                          selector::Decision* decision, LogRef* log) {
+                          bool can_measure, selector::Decision* decision, LogRef* log,
+                          bool over_budget) {
   const uint64_t ordinal = next_ordinal_++;
   // Spent before this iteration: then it cannot be a sample, and its order no longer matters.
   const bool spent = options_.budget_count > 0 && options_.budget_fraction <= 0 &&
                      selector_.measured() >= options_.budget_count;
-  *decision = selector_.OnIteration(ordinal, seq_len, batch, tokens);
+  *decision = selector_.OnIteration(ordinal, seq_len, batch, tokens, can_measure, over_budget);
+  const uint32_t flags = (can_measure ? 0 : kIterationLogUnmeasurable) |
+                         (decision->over_budget ? kIterationLogOverBudget : 0);
   if (decision->measure) sample_ids_[ordinal] = {pid, iter};
   LogRef ref;
   ref.generation = log_generation_;
   if (spent) {
     IterationLogEntry& e = tail_log_[{pid, seq_len, batch}];
-    e = {pid, seq_len, iter, batch, e.repeat + 1, e.tokens + tokens, e.time_ns};
+    // Spent: nothing is chosen any more, so the flag no longer changes a decision.
+    e = {pid, seq_len, iter, batch, e.repeat + 1, e.tokens + tokens, e.time_ns, flags};
     ref.tail = true;
     ref.key = {pid, seq_len, batch};
   } else {
     ref.index = new_log_.size();
-    new_log_.push_back({pid, seq_len, iter, batch, 1, tokens, 0});
+    new_log_.push_back({pid, seq_len, iter, batch, 1, tokens, 0, flags});
   }
   if (log != nullptr) *log = ref;
   auto [it, first] = last_iter_.try_emplace(pid, iter);
@@ -126,9 +133,10 @@ selector::Decision RunTracker::Decide(pid_t pid, uint64_t iter, uint32_t seq_len
                                       double tokens) {
   auto key = std::make_pair(pid, iter);
   if (auto it = pending_.find(key); it != pending_.end()) return it->second.decision;
+  begins_seen_ = true;
   selector::Decision d;
   LogRef ref;
-  uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, &d, &ref);
+  uint64_t ordinal = Feed(pid, iter, seq_len, batch, tokens, /*can_measure=*/true, &d, &ref);
   const bool control =
       d.measure && IsControlVisit(visits_[pid]++, control_every_,
                                   static_cast<uint64_t>(pid) * 1000003u + record_.id);
@@ -152,12 +160,13 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     p = it->second;
     pending_.erase(it);
   } else {
-    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, &p.decision, &p.log);
-    // Chosen without a begin hook: no collector ran, whatever the draw says.
-    if (p.decision.measure) {
-      p.control = IsControlVisit(visits_[pid]++, control_every_,
-                                 static_cast<uint64_t>(pid) * 1000003u + record_.id);
-    }
+    // No begin was seen (the hooks were off when it began): no collector covered it, so once
+    // begins reach this run the selector counts it as "cannot measure", never as a sample or a
+    // decline. Before any begin has (begins_seen_), its time is the one measure there is: it may
+    // be chosen for time alone, or a short run read after it ended would have no SeqPoint.
+    const bool timed_only = !begins_seen_ && begin_ns > 0 && end_ns >= begin_ns;
+    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, /*can_measure=*/timed_only, &p.decision,
+                     &p.log);
   }
   const int64_t now = WallNs();
   const bool timed = begin_ns > 0 && end_ns >= begin_ns;
@@ -200,7 +209,15 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
       AddValue(p.ordinal, mi, v);
       if (!IsBookkeepingMetric(v.name)) AddCost(seq_len, v.name, v.value, now);
     }
-    if (timed) AddValue(p.ordinal, mi, {"time_ns", time_ns, "ns"});
+    if (timed) {
+      AddValue(p.ordinal, mi, {"time_ns", time_ns, "ns"});
+      // Against the SL's mean time so far (this one included): what measuring adds.
+      if (!p.control && bin.time_count > 1) {
+        measured_ratio_sum_ += time_ns / (bin.time_ns_sum / static_cast<double>(bin.time_count));
+        ++measured_ratio_n_;
+        UpdateMeasurementCost();
+      }
+    }
     if (has_energy) AddValue(p.ordinal, mi, EnergySample(energy));
     if (p.control) AddStoreRow(p.ordinal, mi, std::string(kControlMetric), 1, "flag");
     observer_dirty_ = true;
@@ -284,9 +301,37 @@ void RunTracker::DropPending(pid_t pid) {
   std::erase_if(pending_, [pid](const auto& kv) { return kv.first.first == pid; });
 }
 
-bool RunTracker::WantsBegins() const {
-  return options_.budget_count == 0 || selector_.measured() < options_.budget_count;
+MeasurementCost RunTracker::measurement_cost() const {
+  MeasurementCost c;
+  c.max_overhead = options_.max_overhead;
+  c.target_error = options_.target_rel_error;
+  c.measured = measured_.size();
+  c.end_only = selector_.unmeasurable();
+  c.missed = selector_.missed();
+  c.over_budget = selector_.over_budget();
+  c.hooks_wanted = WantsBegins();
+  double hw = 0;
+  (void)selector_.StratumPreciseEnough(&hw);
+  c.stratum_half_width = std::isfinite(hw) ? hw : -1;
+  const double mean = timed_iterations_ > 0 ? actual_time_ns_ / timed_iterations_ : 0;
+  if (observer_.all.valid) {
+    c.source = "observer";
+    c.per_measured_ns = std::max(0.0, observer_.all.ratio - 1) * mean;
+  } else if (measured_ratio_n_ > 0) {
+    c.source = "measured";
+    c.per_measured_ns = std::max(0.0, measured_ratio_sum_ / measured_ratio_n_ - 1) * mean;
+  }
+  c.total_ns = c.per_measured_ns * static_cast<double>(c.measured);
+  c.share = actual_time_ns_ > 0 ? c.total_ns / actual_time_ns_ : 0;
+  return c;
 }
+
+void RunTracker::UpdateMeasurementCost() {
+  // The selector's overhead cap uses it; 0 (unknown) leaves the cap off.
+  if (options_.max_overhead > 0) selector_.set_measurement_cost(measurement_cost().per_measured_ns);
+}
+
+bool RunTracker::WantsBegins() const { return !BudgetSpent() && selector_.WantsNext(); }
 
 void RunTracker::AddCost(uint32_t seq_len, const std::string& metric, double value,
                          int64_t now_ns) {

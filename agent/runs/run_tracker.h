@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "agent/runs/counter_group.h"
-#include "agent/runs/observer_effect.h"
+#include "agent/measure/observer_effect.h"
 #include "agent/store/run_model.h"
 #include "agent/store/store.h"
 #include "collectors/collector.h"
@@ -66,6 +66,25 @@ struct SelfCheck {
   double error = 0;
   bool within_interval = false;
   bool valid = false;  // enough data for a figure
+};
+
+// What measuring costs a run (runs.max_overhead, runs.target_error): show and /metrics.
+struct MeasurementCost {
+  // The trainer's added time per measured iteration, ns: from the observer-effect check's
+  // controls ("observer") once it has pairs, else from the measured iterations' times against
+  // their SL's mean ("measured"); 0 with source "none" while neither is known.
+  double per_measured_ns = 0;
+  std::string source = "none";
+  double total_ns = 0;         // per_measured_ns x measured iterations
+  double share = 0;            // of the run's timed time (total_ns / the iterations' time)
+  double max_overhead = 0;     // runs.max_overhead (0: no cap)
+  double target_error = 0;     // runs.target_error (0: off)
+  double stratum_half_width = 0;  // the current stratum's relative 95% half-width (<0: unknown)
+  uint64_t measured = 0;
+  uint64_t end_only = 0;       // since start: iterations fed without a begin (hooks off)
+  uint64_t missed = 0;         // of those, candidates lost ("cannot measure")
+  uint64_t over_budget = 0;    // since start: candidates declined by runs.max_overhead
+  bool hooks_wanted = false;   // whether the next iteration gets begin hooks
 };
 
 // A closed run's observer effect and self-checks, rebuilt from what the store holds (its
@@ -134,8 +153,20 @@ class RunTracker {
   // at its global step is charged none. Unknown (never called, a replayed trace): charged i.
   void SetProcessStart(pid_t pid, uint64_t start_ns);
 
-  // True while the selector may still choose iterations (then begin hooks are worth having).
+  // True while the selector could choose the next iteration (a free slot of its budget, past
+  // the warm-up): only then are begin hooks (and their counters) worth having. With a paced
+  // budget it turns on at each step of the pace and off once the slot is used. An iteration
+  // that arrives end-only (its begin came before the hooks were armed) is fed as "cannot
+  // measure" (online_selector.h), and its log entry says so, for the replay.
   bool WantsBegins() const;
+  // A count budget measured whole: it will never choose again (collectors can be released).
+  bool BudgetSpent() const {
+    return options_.budget_count > 0 && selector_.measured() >= options_.budget_count;
+  }
+  // Since this tracker started: iterations fed without a begin, and chosen ones lost that way.
+  uint64_t unmeasurable_iterations() const { return selector_.unmeasurable(); }
+  uint64_t missed_candidates() const { return selector_.missed(); }
+  MeasurementCost measurement_cost() const;
 
   RunRecord& record() { return record_; }
   const RunRecord& record() const { return record_; }
@@ -209,7 +240,8 @@ class RunTracker {
   };
   Status LoadCheckpoint(std::string_view image);
   uint64_t Feed(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
-                selector::Decision* decision, LogRef* log = nullptr);
+                bool can_measure, selector::Decision* decision, LogRef* log = nullptr,
+                bool over_budget = false);
   void LogTime(const LogRef& log, double time_ns);
   void AddCost(uint32_t seq_len, const std::string& metric, double value, int64_t now_ns);
   void AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v);
@@ -225,6 +257,12 @@ class RunTracker {
   uint64_t next_ordinal_ = 0;
   std::map<uint64_t, std::pair<pid_t, uint64_t>> sample_ids_;  // chosen ordinal -> (pid, iter)
   std::map<std::pair<pid_t, uint64_t>, Pending> pending_;
+  // A begin has reached Decide() since this tracker was made (created or restored). Until one
+  // has, the hooks never reached the run in time (a short run read after it ended, or the first
+  // poll batch): a timed iteration fed end-only may still be chosen, for its time alone. After
+  // one has, an end-only iteration is a lost candidate ("cannot measure") and its bin's want
+  // stays open for an iteration the collectors can cover.
+  bool begins_seen_ = false;
   std::map<pid_t, uint64_t> last_iter_;         // per process, to count unobserved indices
   std::map<pid_t, uint64_t> process_start_ns_;  // SetProcessStart
   std::map<pid_t, uint64_t> first_iter_;        // first index > 0, until a timed iteration
@@ -239,6 +277,10 @@ class RunTracker {
   std::map<uint32_t, HistogramBin> histogram_;
   int64_t saved_at_ns_ = -1;
   uint64_t timed_iterations_ = 0;
+  // Measured iterations' time over their SL's mean time so far (for MeasurementCost).
+  double measured_ratio_sum_ = 0;
+  uint64_t measured_ratio_n_ = 0;
+  void UpdateMeasurementCost();
   double actual_time_ns_ = 0;
   // Sums over the iterations timed since this tracker started (not restored): the spread of
   // one iteration's time, for the interval of the unobserved gap.

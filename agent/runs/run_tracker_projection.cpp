@@ -40,6 +40,11 @@ Projection ToProjection(const selector::WholeRunProjection& p) {
   out.gap_total = p.gap_total;
   out.gap_low = p.gap_low;
   out.gap_high = p.gap_high;
+  out.kind = static_cast<uint8_t>(p.kind);
+  out.peak = p.peak;
+  for (const selector::BinMean& b : p.bins) {
+    out.bins.push_back({b.bin_lo, b.bin_hi, b.mean, b.peak, b.peak_seq_len, b.samples});
+  }
   return out;
 }
 
@@ -161,12 +166,9 @@ void RunTracker::Recompute(int64_t now_ns) {
   const selector::WholeRunEstimate e = selector::EstimateWholeRun(in);
   projections_.clear();
   self_checks_.clear();
-  for (const selector::WholeRunProjection& p : e.projections) {
-    // Gauges are not totals: the store's projection rows hold totals only, so a gauge is left
-    // out of them rather than exported as one (its mean needs a row of its own).
-    if (p.kind == selector::MetricKind::kGauge) continue;
+  // Deltas and gauges alike: a gauge's row holds its time-weighted mean (kind 1), never a sum.
+  for (const selector::WholeRunProjection& p : e.projections)
     projections_.push_back(ToProjection(p));
-  }
   for (const selector::WholeRunSelfCheck& c : e.self_checks) self_checks_.push_back(ToSelfCheck(c));
   computed_at_ns_ = now_ns;
   dirty_ = false;

@@ -50,6 +50,7 @@
 #include "agent/source/run_key.h"
 #include "agent/source/live_source.h"
 #include "agent/source/probe_counter_events.h"
+#include "probes/collective_probes.h"
 #include "probes/iteration_probes.h"
 #include "probes/process_discovery.h"
 
@@ -76,6 +77,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     po.zero_code = zero_code_ = *zero_code;
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     probe_events_ = ProbeCounterEventsFor(config.collectors.perf);
+    counters_config_why_ = ProbeCountersConfigWhyNot(config.collectors.perf);
     discover_ms_ = config.probes_discover_interval_ms;
     po.pin_dir = config.probes_pin_dir;
     po.pin_instance = config.state_dir;
@@ -90,6 +92,14 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     }
     if (!probes.ok()) return probes.status();
     probes_ = std::move(*probes);
+    // Collective arrivals name straggling ranks (agent/fleet/straggler.h); without them the
+    // agent runs as before, and says why once.
+    if (auto c = probes::CollectiveProbes::Create({}); c.ok()) {
+      collectives_ = std::move(*c);
+    } else {
+      SEQPOINT_LOG(kInfo, "collective probes off (straggling ranks are not named): " +
+                              c.status().message());
+    }
     for (const probes::SweptInstance& s : probes_->swept_orphans()) {
       SEQPOINT_LOG(kInfo, "removed the pinned probes of the seqpointd with state directory " +
                               s.state_dir + " (" + std::to_string(s.pins) + " pins): " + s.why);
@@ -176,6 +186,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (!zero_code.ok()) return zero_code.status();
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     probe_events_ = ProbeCounterEventsFor(config.collectors.perf);  // for processes armed next
+    counters_config_why_ = ProbeCountersConfigWhyNot(config.collectors.perf);
     discover_ms_ = config.probes_discover_interval_ms;               // from the next tick
     if (*zero_code == zero_code_) return Status::Ok();
     SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
@@ -210,7 +221,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
 
   SourceStats stats() const override {
     SourceStats s;
-    probes::IterationProbeStats p = probes_->stats();
+    probes::IterationProbeStats p = probes_->totals();  // on every scrape: no per-pid copy
     s.events = p.received;
     s.lost = p.lost() + discovery_->stats().lost;
     s.anomalies = p.kernel[SP_STAT_SL_ZERO] + p.kernel[SP_STAT_SL_HUGE] +
@@ -226,10 +237,48 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
         ZeroCodeNames(zero_code_) + "]" +
         (probes_->pinned() ? "; pinned across restarts in " + probes_->pin_generation_dir()
                            : "; not pinned: a restart misses its gap");
+    s.counters = CounterPath(p);
     return s;
   }
 
+  // Which counter path is in force for the processes armed from now on, and why.
+  ProbeCounterPathStats CounterPath(const probes::IterationProbeStats& p) const {
+    ProbeCounterPathStats c;
+    c.windows = p.kernel[SP_STAT_COUNTER_WINDOWS];
+    c.flagged = p.kernel[SP_STAT_COUNTER_FLAGGED];
+    c.implausible = p.kernel[SP_STAT_COUNTER_IMPLAUSIBLE];
+    c.read_failures = p.kernel[SP_STAT_COUNTER_READ_FAIL];
+    c.steal_subtracted = p.kernel[SP_STAT_COUNTER_STEAL];
+    c.steal_flagged = p.kernel[SP_STAT_COUNTER_STOLEN];
+    c.arm_failures = arm_failures_;
+    if (!counters_config_why_.empty()) {
+      c.path =
+          counters_config_why_ == "collectors.perf is off" ? "none" : "user-space perf collector";
+      c.why = counters_config_why_;
+    } else if (!probes_->counters_why_not().empty()) {
+      c.path = "user-space perf collector";
+      c.why = probes_->counters_why_not();
+    } else if (!last_arm_error_.empty()) {
+      // The kernel path loaded but the last process could not be armed (an attach error).
+      c.path = "user-space perf collector";
+      c.why = last_arm_error_;
+    } else {
+      c.path = "in-kernel sched_switch counting";
+    }
+    return c;
+  }
+
+  // Every library load of a watched process is reported when discovery hooks the dynamic
+  // linker: the daemon then scans only the processes whose libraries changed for profilers.
+  bool reports_library_loads() const override {
+    return discovery_ && discovery_->stats().linkers_hooked > 0;
+  }
+
   // probes::DiscoveryListener
+  void OnLibrariesChanged(int pid) override {
+    if (known_.count(pid) != 0) AttachCollectives(pid);
+    if (sink_ != nullptr && known_.count(pid) != 0) sink_->OnLibrariesChanged(pid);
+  }
   bool OnTargets(const probes::ProcessTargets& targets) override {
     // runs.only_key: a private daemon leaves everyone else's jobs alone (no probe attached).
     if (!only_key_.empty() &&
@@ -245,6 +294,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     }
     const int pid = targets.identity.pid;
     comm_[pid] = targets.identity.comm;
+    AttachCollectives(pid);
     if (known_.count(pid) > 0) return true;
     ProcessInfo info{pid, targets.identity.start_time, targets.identity.comm, ""};
     if (probes_->AttachedZeroCodeProbe(pid) != nullptr) {  // announced at its first iteration
@@ -265,6 +315,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
 
   void OnGone(int pid, const std::optional<probes::ExitStatus>& how) override {
     probes_->DetachPid(pid);  // delivers queued records, open iterations flagged EXITED
+    if (collectives_) collectives_->DetachPid(pid);
     unannounced_.erase(pid);
     comm_.erase(pid);
     if (known_.erase(pid) == 0 || sink_ == nullptr) return;
@@ -358,6 +409,12 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   void ArmCounters(pid_t pid) {
     if (probe_events_.empty()) return;
     Status st = probes_->ArmCounters(static_cast<int>(pid), probe_events_);
+    if (st.ok()) {
+      last_arm_error_.clear();
+    } else if (st.code() != ErrorCode::kNotFound) {  // a process gone meanwhile says nothing
+      ++arm_failures_;
+      last_arm_error_ = st.message();
+    }
     if (!st.ok()) {
       SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": perf counters in user space from the "
                               "begin wake-up, not in the probes: " + st.message());
@@ -462,10 +519,25 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       SEQPOINT_LOG(kWarn, "process discovery: " + r.status().message());
     }
   }
+  // The collective functions a process maps (a process with none is no fault: it does not
+  // communicate, or not yet).
+  void AttachCollectives(int pid) {
+    if (!collectives_) return;
+    if (auto n = collectives_->AttachPid(pid); !n.ok() && n.status().code() != ErrorCode::kNotFound) {
+      SEQPOINT_LOG(kWarn, "collective probes, pid " + std::to_string(pid) + ": " +
+                              n.status().message());
+    }
+  }
   void PollAll() {
     PollDiscovery();  // announcements before the records of the pids they announce
     if (auto r = probes_->Poll(0); !r.ok()) {
       SEQPOINT_LOG(kWarn, "iteration probes: " + r.status().message());
+    }
+    if (collectives_ && sink_ != nullptr) {
+      auto r = collectives_->Poll(0, [this](const probes::CollectiveArrival& a) {
+        sink_->OnCollectiveArrival(a.pid, a.ts_ns);
+      });
+      if (!r.ok()) SEQPOINT_LOG(kWarn, "collective probes: " + r.status().message());
     }
     RequestSaveIfBacklogged();
   }
@@ -477,6 +549,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   int64_t discover_ms_ = 2000;  // probes.discover_interval_ms
   bool discovery_fast_ = false;  // the discovery timer is at its 100 ms re-examination cadence
   std::unique_ptr<probes::IterationProbes> probes_;
+  std::unique_ptr<probes::CollectiveProbes> collectives_;  // null: off (logged why)
   std::unique_ptr<probes::ProcessDiscovery> discovery_;
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;
@@ -486,6 +559,9 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   std::map<int, std::string> comm_;             // of every attached process
   std::vector<probes::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
   std::vector<probes::ProbeCounterEvent> probe_events_;  // counted in the probes (may be none)
+  std::string counters_config_why_;  // why the config gives the probes no event ("" if it does)
+  std::string last_arm_error_;       // the last ArmCounters failure ("" after a success)
+  uint64_t arm_failures_ = 0;
   RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
   std::string proc_root_;
   std::string only_key_;  // runs.only_key

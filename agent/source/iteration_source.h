@@ -90,6 +90,16 @@ class IterationSink {
   virtual void OnIterationEnd(const IterationEnd& end) = 0;
   virtual void OnIterationCounters(const IterationCounters& counters) { (void)counters; }
   virtual void OnProcessExit(const ProcessExit& exit) = 0;
+  // An announced process loaded or unloaded libraries (a dlopen seen by the dynamic linker's
+  // hook, debounced: once per burst): what it maps may have changed, e.g. a profiler's library
+  // (profiler_watch.h). Only from sources whose reports_library_loads().
+  virtual void OnLibrariesChanged(pid_t pid) { (void)pid; }
+  // A thread of an announced process entered a collective (probes/collective_probes.h) at
+  // ts_ns (CLOCK_MONOTONIC): straggling ranks (agent/fleet/straggler.h).
+  virtual void OnCollectiveArrival(uint32_t pid, uint64_t ts_ns) {
+    (void)pid;
+    (void)ts_ns;
+  }
 };
 
 // How a source watches one process, for `seqpoint status` and `seqpoint show`.
@@ -105,12 +115,30 @@ struct AttachedProcess {
 
 struct DaemonConfig;
 
+// Where a measured iteration's perf software counters are read, and how that went.
+struct ProbeCounterPathStats {
+  // "in-kernel sched_switch counting" (the probes read them, probes/probe_counters.h),
+  // "user-space perf collector" (the collector, from the begin wake-up), or "none" (no perf
+  // software event configured, or a source without probes).
+  std::string path = "none";
+  std::string why;  // why not in the kernel (empty when it is): "no BTF", an attach error, ...
+  // The probes' tallies (enum sp_stat), summed over CPUs since the probes were loaded.
+  uint64_t windows = 0;           // hooked iterations read at both probes
+  uint64_t flagged = 0;           // of them, sent with a counter left out (counter_flags)
+  uint64_t implausible = 0;       // values the plausibility guard rejected
+  uint64_t read_failures = 0;     // probe snapshots given up (no consistent read)
+  uint64_t steal_subtracted = 0;  // windows with hypervisor steal subtracted from task-clock
+  uint64_t steal_flagged = 0;     // of them, task-clock left out: too much stolen
+  uint64_t arm_failures = 0;      // processes the kernel path could not arm (user space instead)
+};
+
 struct SourceStats {
   uint64_t events = 0;      // delivered
   uint64_t lost = 0;        // dropped before delivery (ring buffer full)
   uint64_t anomalies = 0;   // unmatched begin/end, duplicates, SL out of range
   uint64_t processes = 0;   // attached now
   std::string description;  // one line for logs and `seqpoint status`
+  ProbeCounterPathStats counters;
 };
 
 class IterationSource {
@@ -142,6 +170,9 @@ class IterationSource {
   // checks /proc for them, nor reads an energy counter against their timestamps (a replay's
   // clock is not this machine's).
   virtual bool pids_are_live() const { return true; }
+  // True when the source reports every library load of its processes (OnLibrariesChanged): the
+  // daemon then looks at a process's mappings when they change, not on a timer.
+  virtual bool reports_library_loads() const { return false; }
 
   // Restarts without a blind spot (the eBPF source with probes.pin_dir): what a source delivers
   // stays in the kernel until the daemon has saved it, so a restarted daemon is given it again

@@ -20,6 +20,18 @@ std::vector<probes::ProbeCounterEvent> ProbeCounterEventsFor(const collectors::P
   return out;
 }
 
+std::string ProbeCountersConfigWhyNot(const collectors::PerfOptions& perf) {
+  if (perf.enabled && !*perf.enabled) return "collectors.perf is off";
+  if (!perf.in_probe) return "collectors.perf.in_probe is off";
+  if (perf.exclude_kernel) {
+    return "collectors.perf.exclude_kernel is on (the probes count kernel time too)";
+  }
+  if (ProbeCounterEventsFor(perf).empty()) {
+    return "collectors.perf.events has no software event the probes count";
+  }
+  return "";
+}
+
 IterationCounters CountersOf(const probes::IterationEvent& end,
                              const std::vector<probes::ProbeCounterEvent>& events) {
   IterationCounters c;
@@ -28,8 +40,8 @@ IterationCounters CountersOf(const probes::IterationEvent& end,
   c.flags = end.counter_flags;
   for (size_t i = 0; i < events.size() && i < SP_MAX_COUNTERS; ++i) {
     if (end.counter_mask & (1u << i)) {
-      c.values.push_back({"perf:" + events[i].name, static_cast<double>(end.counters[i]),
-                          events[i].unit});
+      c.values.push_back(
+          {"perf:" + events[i].name, static_cast<double>(end.counters[i]), events[i].unit});
     }
   }
   return c;

@@ -11,6 +11,7 @@
 // Threads: pure functions.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "agent/source/iteration_source.h"
@@ -20,6 +21,10 @@
 namespace seqpoint::daemon {
 
 std::vector<probes::ProbeCounterEvent> ProbeCounterEventsFor(const collectors::PerfOptions& perf);
+
+// Why the configuration leaves the probes no event to count (empty when `perf` gives them some):
+// "collectors.perf is off", "collectors.perf.in_probe is off", ... for `seqpoint status`.
+std::string ProbeCountersConfigWhyNot(const collectors::PerfOptions& perf);
 
 // The counters of an end record of a process armed with `events`; empty values when it has none.
 IterationCounters CountersOf(const probes::IterationEvent& end,

@@ -19,6 +19,29 @@ std::vector<MetricFamily> SourceFamilies(const IterationSource* source) {
   out.push_back(Counter("seqpoint_probe_anomalies_total",
                         "Unmatched begin/end, duplicate or out-of-range iteration events.")
                     .Add(l, static_cast<double>(s.anomalies)));
+  // The counter path: which one is in force (`seqpoint status` says why), and what the probes
+  // made of the windows they counted, so a left-out value is never silent.
+  const ProbeCounterPathStats& c = s.counters;
+  MetricFamily path = Gauge("seqpoint_probe_counting_path",
+                            "1 for the path reading measured iterations' perf software counters: "
+                            "kernel (the probes, sched_switch), user (the perf collector), none.");
+  const std::string in_force = c.path == "in-kernel sched_switch counting" ? "kernel"
+                               : c.path == "user-space perf collector"     ? "user"
+                                                                           : "none";
+  for (const char* p : {"kernel", "user", "none"}) path.Add({{"path", p}}, in_force == p ? 1 : 0);
+  out.push_back(std::move(path));
+  out.push_back(
+      Counter("seqpoint_probe_counting_windows_total",
+              "Counter windows read in the probes, by outcome: read (both probes), flagged (a "
+              "counter left out), implausible (a value the guard rejected), read_failed (no "
+              "consistent snapshot), steal_subtracted (hypervisor steal taken out of "
+              "task-clock), steal_flagged (task-clock left out: too much stolen).")
+          .Add({{"outcome", "read"}}, static_cast<double>(c.windows))
+          .Add({{"outcome", "flagged"}}, static_cast<double>(c.flagged))
+          .Add({{"outcome", "implausible"}}, static_cast<double>(c.implausible))
+          .Add({{"outcome", "read_failed"}}, static_cast<double>(c.read_failures))
+          .Add({{"outcome", "steal_subtracted"}}, static_cast<double>(c.steal_subtracted))
+          .Add({{"outcome", "steal_flagged"}}, static_cast<double>(c.steal_flagged)));
   return out;
 }
 

@@ -6,15 +6,32 @@
 namespace seqpoint::daemon {
 namespace {
 
+// A column's unit from its name: the suffixes of docs/trace-csv.md, and the event names the
+// GPU collectors give their readings (a trace recorded from seqpointd's own samples).
 std::string UnitOf(const std::string& column) {
   auto ends = [&](std::string_view s) {
     return column.size() >= s.size() && column.compare(column.size() - s.size(), s.size(), s) == 0;
   };
   if (ends("_ns")) return "ns";
   if (ends("_us")) return "us";
-  if (ends("_uj")) return "uJ";
-  if (ends("_bytes")) return "bytes";
+  if (ends("_uj") || ends(":energy")) return "uJ";
+  if (ends("_bytes") || ends("mem_used") || ends("mem_total") || ends("vram_used") ||
+      ends("vram_total")) {
+    return "bytes";
+  }
+  if (ends(":power")) return "W";
+  if (ends("_clock")) return "MHz";
+  if (column.find(":util_") != std::string::npos) return "%";
   return "count";
+}
+
+// A replayed column as the collectors would have given it: with its unit, scope and kind
+// (collectors::InferScopeAndKind, the rule the store's rows are read back with), so a gauge
+// column (memory in use, power) is a gauge in the projections, never summed.
+collectors::Sample ReplayedSample(const std::string& column, double value) {
+  collectors::Sample s{column, value, UnitOf(column)};
+  collectors::InferScopeAndKind(s);
+  return s;
 }
 
 }  // namespace
@@ -71,7 +88,7 @@ void TraceReplaySource::EmitRow(Proc& p) {
     const std::string& name = t.schema.metrics[m];
     double v = t.metrics[m][row];
     if (name == "time_ns" || !std::isfinite(v)) continue;
-    p.current.push_back({name, v, UnitOf(name)});
+    p.current.push_back(ReplayedSample(name, v));
   }
   const uint64_t begin = p.clock_ns;
   const uint64_t end = begin + static_cast<uint64_t>(time_ns);

@@ -5,9 +5,13 @@
 //    memcpy'd in host layout, 40 bytes each, or 32 bytes each before iteration times were
 //    logged. Read, never written; told apart by exact size only (entries * 40 or * 32); any
 //    other size is an error, not a best guess.
-//  - format 1: a 8-byte header ("SPIL", u32 version 1) and 40 bytes per entry, every field
-//    little-endian at a fixed offset (pid i32, seq_len u32, iter u64, batch u32, repeat u32,
-//    tokens f64, time_ns f64), whatever the compiler's padding or the host's byte order.
+//  - format 1: a 8-byte header ("SPIL", u32 codec version) and fixed-size entries, every field
+//    little-endian at a fixed offset, whatever the compiler's padding or the host's byte order:
+//     - version 1 (schema v6): 40 bytes (pid i32, seq_len u32, iter u64, batch u32, repeat u32,
+//       tokens f64, time_ns f64); read as flags 0 (every iteration measurable, as then).
+//     - version 2 (written now): the same and flags u32 (kIterationLogUnmeasurable: the
+//       iteration came without a begin, and a replay must tell the selector so), 44 bytes.
+//    A version above 2 (a newer seqpointd's) is Unsupported, never misread.
 //
 // A format this build does not know (a newer seqpointd's, after a downgrade) is Unsupported:
 // the run is set aside (docs/failure-modes.md), never misread.

@@ -73,6 +73,16 @@ struct Measurement {
   double value = 0;
 };
 
+// A gauge's reading over one SL bin of the run's SeqPoints: the time-weighted mean of its
+// measured iterations (weights: their wall time) and the highest of them.
+struct GaugeBin {
+  uint32_t bin_lo = 0, bin_hi = 0;
+  double mean = 0;
+  double peak = std::numeric_limits<double>::quiet_NaN();
+  uint32_t peak_seq_len = 0;  // the SL of the iteration that read the peak
+  uint64_t samples = 0;
+};
+
 // A metric's whole-run projection with its 95% interval; `actual` is the total measured on
 // every iteration (cheap metrics only, NaN otherwise): their gap is the live self-check.
 struct Projection {
@@ -95,6 +105,12 @@ struct Projection {
   // events lost): estimated from the observed ones, widened by how the run's cost moved over
   // time (docs/estimators.md). 0 when every iteration was observed.
   double gap_total = 0, gap_low = 0, gap_high = 0;
+  // How the metric combines over iterations (selector::MetricKind): 0 a delta (total/low/high
+  // a whole-run total), 1 a gauge (memory, power, clocks, utilisation: total/low/high its
+  // time-weighted mean over the run and that mean's 95% interval, never a sum).
+  uint8_t kind = 0;
+  double peak = std::numeric_limits<double>::quiet_NaN();  // gauges: highest measured value
+  std::vector<GaugeBin> bins{};                             // gauges: per SL bin
 };
 
 // One iteration as the selector was fed it, in order: replaying these rebuilds the selector's
@@ -113,8 +129,15 @@ struct IterationLogEntry {
   // Its time (summed when aggregated); 0: not known when the entry was saved (in flight at a
   // flush, or no begin timestamp). Replayed into the time strata after a restart.
   double time_ns = 0;
+  // kIterationLogUnmeasurable: fed without a begin (the begin hooks were off), so the selector
+  // could not choose it; a replay passes the same to the selector (online_selector.h).
+  uint32_t flags = 0;
 };
-static_assert(sizeof(IterationLogEntry) == 40, "iteration log record layout is on disk");
+inline constexpr uint32_t kIterationLogUnmeasurable = 1;
+// kIterationLogOverBudget: chosen, but declined as over runs.max_overhead (the cost behind that
+// was measured live; a replay declines it too).
+inline constexpr uint32_t kIterationLogOverBudget = 2;
+// On disk only through iteration_log_codec.h (older memcpy'd layouts are read there).
 // The layout before time_ns (schema v2 and older): read, never written.
 struct IterationLogEntryV2 {
   int32_t pid = 0;

@@ -1,10 +1,12 @@
-// Schema, migration and the run tables. The spool and the cost history are in store_spool.cpp.
+// Schema, migration and reading the run tables. A flush's writes are in store_save.cpp, the spool
+// and the cost history in store_spool.cpp.
 #include "agent/store/store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -105,11 +107,18 @@ ALTER TABLE histogram ADD COLUMN time_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN unobserved_before_attach INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-std::string JoinInts(const auto& values) {
-  std::string out;
-  for (auto v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
-  return out;
-}
+// v7: gauges (power, memory, clocks, utilisation) are projected as a time-weighted mean, not a
+// sum: each projection says its kind, a gauge its peak and its reading per SL bin. A v6 daemon
+// would read a gauge's mean as a whole-run total, so the file is stamped compatible from v7 on.
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE projections ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE projections ADD COLUMN peak REAL;
+CREATE TABLE gauge_bins(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  metric TEXT NOT NULL, bin_lo INTEGER NOT NULL, bin_hi INTEGER NOT NULL, mean REAL NOT NULL,
+  peak REAL, peak_seq_len INTEGER NOT NULL DEFAULT 0, samples INTEGER NOT NULL,
+  PRIMARY KEY(run_id, metric, bin_lo)) WITHOUT ROWID;
+)sql";
 
 template <typename T>
 std::vector<T> SplitInts(const std::string& text) {
@@ -295,32 +304,13 @@ Status Store::Migrate() {
   if (version < 4) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV4));
   if (version < 5) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV5));
   if (version < 6) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV6));
+  if (version < 7) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV7));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("INSERT OR REPLACE INTO meta VALUES('oldest_compatible_schema', " +
                 std::to_string(kStoreOldestCompatibleSchema) + ")"));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("PRAGMA user_version = " + std::to_string(kStoreSchemaVersion)));
   return tx.Commit();
-}
-
-Result<int64_t> Store::CreateRunTx(const RunRecord& run) {
-  auto s = db_->Prepare(
-      "INSERT INTO runs(id, key, state, end_reason, started_ns, updated_ns, pids) "
-      "VALUES(NULLIF(?, 0), ?, ?, ?, ?, ?, ?)");
-  if (!s.ok()) return s.status();
-  (*s)->Bind(1, run.id).Bind(2, run.key).Bind(3, RunStateName(run.state)).Bind(4, run.end_reason);
-  (*s)->Bind(5, run.started_unix_ns).Bind(6, run.updated_unix_ns).Bind(7, JoinInts(run.pids));
-  SEQPOINT_RETURN_IF_ERROR((*s)->Run());
-  return db_->LastInsertRowId();
-}
-
-Status Store::SaveRuns(const std::vector<RunSave>& runs) {
-  if (runs.empty()) return Status::Ok();
-  SqliteTransaction tx(*db_);
-  Status st = tx.Begin();
-  for (size_t i = 0; i < runs.size() && st.ok(); ++i) st = SaveRunRows(runs[i]);
-  if (st.ok()) st = tx.Commit();
-  return Track(st);
 }
 
 Status Store::SetAsideRun(int64_t id, const std::string& reason) {
@@ -340,85 +330,8 @@ Status Store::SetAsideRun(int64_t id, const std::string& reason) {
   if (st.ok()) st = db_->Exec("DELETE FROM iteration_log" + where);
   if (st.ok()) st = db_->Exec("DELETE FROM run_checkpoint" + where);
   if (st.ok()) st = tx.Commit();
+  written_.erase(id);  // closed: never saved again
   return Track(st);
-}
-
-Status Store::SaveRunRows(const RunSave& save) {
-  static const std::vector<Measurement> kNoMeasurements;
-  static const std::vector<BinCostRow> kNoCosts;
-  static const std::vector<IterationLogEntry> kNoLog;
-  const RunSnapshot& snap = *save.snapshot;
-  const auto& measurements = save.measurements ? *save.measurements : kNoMeasurements;
-  const auto& cost_deltas = save.cost_deltas ? *save.cost_deltas : kNoCosts;
-  const auto& new_log = save.new_log ? *save.new_log : kNoLog;
-  const RunRecord& r = snap.run;
-  // Created here when CreateRun could not write it (a store that was read-only then).
-  auto run = db_->Prepare(
-      "INSERT INTO runs(id, key, started_ns, state, end_reason, updated_ns, ended_ns, pids, "
-      "iterations, max_iter, unobserved, unobserved_before_attach) "
-      "VALUES(?10, ?11, ?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-      "ON CONFLICT(id) DO UPDATE SET state=?1, end_reason=?2, updated_ns=?3, ended_ns=?4, "
-      "pids=?5, iterations=?6, max_iter=?7, unobserved=?8, unobserved_before_attach=?9");
-  if (!run.ok()) return run.status();
-  (*run)->Bind(1, RunStateName(r.state)).Bind(2, r.end_reason).Bind(3, r.updated_unix_ns);
-  (*run)->Bind(4, r.ended_unix_ns).Bind(5, JoinInts(r.pids)).Bind(6, int64_t(r.iterations));
-  (*run)->Bind(7, int64_t(r.max_iter)).Bind(8, int64_t(r.unobserved));
-  (*run)->Bind(9, int64_t(r.unobserved_before_attach));
-  (*run)->Bind(10, r.id).Bind(11, r.key).Bind(12, r.started_unix_ns);
-  SEQPOINT_RETURN_IF_ERROR((*run)->Run());
-
-  auto hist = db_->Prepare(
-      "INSERT OR REPLACE INTO histogram(run_id, seq_len, count, time_ns_sum, energy_uj_sum, "
-      "energy_count, time_count) VALUES(?, ?, ?, ?, ?, ?, ?)");
-  if (!hist.ok()) return hist.status();
-  for (const HistogramBin& b : snap.histogram) {
-    (*hist)->Bind(1, r.id).Bind(2, int64_t(b.seq_len)).Bind(3, int64_t(b.count));
-    (*hist)->Bind(4, b.time_ns_sum).Bind(5, b.energy_uj_sum).Bind(6, int64_t(b.energy_count));
-    (*hist)->Bind(7, int64_t(b.time_count));
-    SEQPOINT_RETURN_IF_ERROR((*hist)->Run());
-  }
-  SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM seqpoints WHERE run_id=" + std::to_string(r.id)));
-  auto sp = db_->Prepare("INSERT INTO seqpoints VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!sp.ok()) return sp.status();
-  for (const SeqPointRecord& p : snap.seqpoints) {
-    (*sp)->Bind(1, r.id).Bind(2, int64_t(p.iter)).Bind(3, JoinInts(p.iters));
-    (*sp)->Bind(4, JoinInts(p.pids)).Bind(5, int64_t(p.seq_len)).Bind(6, p.weight);
-    (*sp)->Bind(7, int64_t(p.bin_lo)).Bind(8, int64_t(p.bin_hi));
-    SEQPOINT_RETURN_IF_ERROR((*sp)->Run());
-  }
-  auto proj = db_->Prepare(
-      "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
-      "measured, updated_ns, perturbed, steady_total, steady_low, steady_high, bounded, "
-      "gap_total, gap_low, gap_high) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!proj.ok()) return proj.status();
-  for (const Projection& p : snap.projections) {
-    (*proj)->Bind(1, r.id).Bind(2, p.metric).Bind(3, p.unit).Bind(4, p.total).Bind(5, p.low);
-    (*proj)->Bind(6, p.high).Bind(7, p.actual).Bind(8, int64_t(p.measured));
-    (*proj)->Bind(9, r.updated_unix_ns).Bind(10, int64_t(p.perturbed ? 1 : 0));
-    (*proj)->Bind(11, p.steady_total).Bind(12, p.steady_low).Bind(13, p.steady_high);
-    (*proj)->Bind(14, int64_t(p.bounded ? 1 : 0));
-    (*proj)->Bind(15, p.gap_total).Bind(16, p.gap_low).Bind(17, p.gap_high);
-    SEQPOINT_RETURN_IF_ERROR((*proj)->Run());
-  }
-  auto meas = db_->Prepare("INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!meas.ok()) return meas.status();
-  for (const Measurement& m : measurements) {
-    (*meas)->Bind(1, r.id).Bind(2, int64_t(m.ordinal)).Bind(3, int64_t(m.pid));
-    (*meas)->Bind(4, int64_t(m.iter)).Bind(5, int64_t(m.seq_len)).Bind(6, int64_t(m.batch));
-    (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value);
-    SEQPOINT_RETURN_IF_ERROR((*meas)->Run());
-  }
-  SEQPOINT_RETURN_IF_ERROR(SaveLog(r, new_log, save.checkpoint));
-  auto cost = db_->Prepare(
-      "INSERT INTO bin_cost VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(bin_lo, metric, day) DO "
-      "UPDATE SET n = n + excluded.n, sum = sum + excluded.sum, sumsq = sumsq + excluded.sumsq");
-  if (!cost.ok()) return cost.status();
-  for (const BinCostRow& c : cost_deltas) {
-    (*cost)->Bind(1, c.day).Bind(2, int64_t(c.bin_lo)).Bind(3, int64_t(c.bin_hi));
-    (*cost)->Bind(4, c.metric).Bind(5, int64_t(c.n)).Bind(6, c.sum).Bind(7, c.sumsq);
-    SEQPOINT_RETURN_IF_ERROR((*cost)->Run());
-  }
-  return Status::Ok();
 }
 
 Result<std::vector<RunRecord>> Store::ListRuns(bool active_only, int64_t limit) {
@@ -482,22 +395,23 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
   }
   auto j = db_->Prepare(
       "SELECT metric, unit, total, low, high, actual, measured, perturbed, steady_total, "
-      "steady_low, steady_high, bounded, gap_total, gap_low, gap_high FROM projections "
-      "WHERE run_id=? ORDER BY metric");
+      "steady_low, steady_high, bounded, gap_total, gap_low, gap_high, kind, peak FROM "
+      "projections WHERE run_id=? ORDER BY metric");
   if (!j.ok()) return j.status();
   (*j)->Bind(1, id);
   while (true) {
     auto more = (*j)->Step();
     if (!more.ok()) return more.status();
     if (!*more) break;
-    Projection p{(*j)->Text(0),
-                 (*j)->Text(1),
-                 (*j)->Double(2),
-                 (*j)->Double(3),
-                 (*j)->Double(4),
-                 (*j)->Double(5),
-                 static_cast<uint64_t>((*j)->Int(6)),
-                 (*j)->Int(7) != 0};
+    Projection p;
+    p.metric = (*j)->Text(0);
+    p.unit = (*j)->Text(1);
+    p.total = (*j)->Double(2);
+    p.low = (*j)->Double(3);
+    p.high = (*j)->Double(4);
+    p.actual = (*j)->Double(5);
+    p.measured = static_cast<uint64_t>((*j)->Int(6));
+    p.perturbed = (*j)->Int(7) != 0;
     p.steady_total = (*j)->Double(8);
     p.steady_low = (*j)->Double(9);
     p.steady_high = (*j)->Double(10);
@@ -505,9 +419,38 @@ Result<RunSnapshot> Store::LoadRun(int64_t id) {
     p.gap_total = (*j)->Double(12);
     p.gap_low = (*j)->Double(13);
     p.gap_high = (*j)->Double(14);
+    p.kind = static_cast<uint8_t>((*j)->Int(15));
+    p.peak = (*j)->Double(16);
     snap.projections.push_back(std::move(p));
   }
+  SEQPOINT_RETURN_IF_ERROR(LoadGaugeBins(id, snap.projections));
   return snap;
+}
+
+Status Store::LoadGaugeBins(int64_t run_id, std::vector<Projection>& projections) {
+  auto g = db_->Prepare(
+      "SELECT metric, bin_lo, bin_hi, mean, peak, peak_seq_len, samples FROM gauge_bins "
+      "WHERE run_id=? ORDER BY metric, bin_lo");
+  if (!g.ok()) return g.status();
+  (*g)->Bind(1, run_id);
+  while (true) {
+    auto more = (*g)->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    const std::string metric = (*g)->Text(0);
+    auto p = std::find_if(projections.begin(), projections.end(),
+                          [&metric](const Projection& q) { return q.metric == metric; });
+    if (p == projections.end()) continue;  // its projection row is the one that counts
+    GaugeBin b;
+    b.bin_lo = static_cast<uint32_t>((*g)->Int(1));
+    b.bin_hi = static_cast<uint32_t>((*g)->Int(2));
+    b.mean = (*g)->Double(3);
+    b.peak = (*g)->Double(4);
+    b.peak_seq_len = static_cast<uint32_t>((*g)->Int(5));
+    b.samples = static_cast<uint64_t>((*g)->Int(6));
+    p->bins.push_back(b);
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {

@@ -16,35 +16,43 @@
 // reports itself unhealthy, keeps its runs in memory and retries (RetryWritable reopens a
 // connection that SQLite opened read-only).
 //
+// A flush writes only the rows that changed since the last committed one (store_save.cpp): the
+// store keeps a digest of each active run's histogram, SeqPoint and projection rows as committed
+// (written_rows.h), and its write statements prepared once per connection.
+//
 // Threads: used from the io_context thread only.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/store/run_model.h"
 #include "agent/store/sqlite_db.h"
 #include "agent/store/state_lock.h"
+#include "agent/store/written_rows.h"
 #include "common/status.h"
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 6;  // 2: energy sums, perturbed; 3: steady state,
+inline constexpr int kStoreSchemaVersion = 7;  // 2: energy sums, perturbed; 3: steady state,
                                                // bounded; 4: the unobserved gap;
                                                // 5: selector checkpoints; 6: iteration-log
-                                               // chunk format (iteration_log_codec.h)
+                                               // chunk format (iteration_log_codec.h);
+                                               // 7: gauges (kind, peak, gauge_bins)
 // Downgrades (docs/failure-modes.md): a database stamps, in meta 'oldest_compatible_schema',
 // the oldest schema version whose daemon may use it as it is (a later version that only adds
 // what older ones ignore keeps the stamp). A daemon opens a newer file whose stamp it meets;
 // any other newer file is moved aside (as a damaged one is) and it starts on a fresh database,
 // never misreading one and never refusing to start.
-inline constexpr int kStoreOldestCompatibleSchema = 6;
+inline constexpr int kStoreOldestCompatibleSchema = 7;
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {
@@ -91,6 +99,13 @@ struct StoreWriteHealth {
   int64_t failures = 0;               // failed writes since the store was opened
   int64_t failing_since_unix_ns = 0;  // when the current stretch of failures began (0: none)
   uint64_t changes = 0;               // bumped at each change of `writable` (log once per change)
+};
+
+// What the flushes wrote (store_save.cpp): rows written, and rows of a flushed run left as they
+// were because they had not changed.
+struct StoreWriteCounts {
+  uint64_t rows_written = 0;
+  uint64_t rows_unchanged = 0;
 };
 
 struct StoreOptions {
@@ -188,6 +203,7 @@ class Store {
   // that worked; RetryWritable reopens the connection when SQLite opened the file read-only
   // (it never upgrades one) and checks again. Both update write_health().
   const StoreWriteHealth& write_health() const { return health_; }
+  const StoreWriteCounts& write_counts() const { return counts_; }
   Status CheckWritable();
   Status RetryWritable();
 
@@ -198,14 +214,44 @@ class Store {
   Status Migrate();
   // Records a write's outcome in health_ and returns it.
   Status Track(Status st);
-  // One run's rows, inside the caller's transaction.
-  Status SaveRunRows(const RunSave& save);
+  // The write statements of a flush, prepared once per connection (store_save.cpp).
+  enum class Stmt {
+    kRun,
+    kHistogram,
+    kSeqPointsDelete,
+    kSeqPoint,
+    kProjection,
+    kMeasurement,
+    kCost,
+    kLogDelete,
+    kCheckpointDelete,
+    kCheckpoint,
+    kLog,
+    kGaugeBinsDelete,
+    kGaugeBin,
+    kCount,
+  };
+  Result<SqliteStatement*> Prepared(Stmt which);
+  // One run's rows, inside the caller's transaction: what differs from `written` (the run's rows
+  // as committed), which it updates.
+  Status SaveRunRows(const RunSave& save, WrittenRows& written);
+  Status SaveHistogram(const RunSnapshot& snap, WrittenRows& written);
+  Status SaveSeqPoints(const RunSnapshot& snap, WrittenRows& written);
+  Status SaveProjections(const RunSnapshot& snap, WrittenRows& written);
+  Status SaveGaugeBins(int64_t run_id, const Projection& p);
+  Status LoadGaugeBins(int64_t run_id, std::vector<Projection>& projections);
+  // Runs a bound statement, counted.
+  Status Write(SqliteStatement* s);
   Result<int64_t> CreateRunTx(const RunRecord& run);
   // The iteration log and checkpoint part of SaveRun (store_log.cpp), inside its transaction.
   Status SaveLog(const RunRecord& run, const std::vector<IterationLogEntry>& new_log,
                  const std::string* checkpoint);
   StoreWriteHealth health_;
+  StoreWriteCounts counts_;
   std::unique_ptr<SqliteDb> db_;
+  // After db_: finalized before its connection closes.
+  std::array<std::unique_ptr<SqliteStatement>, static_cast<size_t>(Stmt::kCount)> prepared_;
+  std::unordered_map<int64_t, WrittenRows> written_;  // active runs, as last committed
   std::unique_ptr<StateDirLock> lock_;
   std::optional<StoreRecovery> recovery_;
   std::string check_skipped_;

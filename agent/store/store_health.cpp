@@ -60,6 +60,7 @@ Status Store::RetryWritable() {
                            "' is still read-only (check its permissions, attributes "
                            "(lsattr) and mount, and the free space of daemon.state_dir)"));
     }
+    prepared_ = {};  // the old connection's
     db_ = std::move(*reopened);
   }
   return CheckWritable();

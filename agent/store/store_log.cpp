@@ -14,27 +14,31 @@ namespace seqpoint::daemon {
 
 Status Store::SaveLog(const RunRecord& r, const std::vector<IterationLogEntry>& new_log,
                       const std::string* checkpoint) {
-  const std::string id = std::to_string(r.id);
+  auto run_rows = [this, &r](Stmt which) -> Status {
+    auto s = Prepared(which);
+    if (!s.ok()) return s.status();
+    (*s)->Bind(1, r.id);
+    return (*s)->Run();
+  };
   if (r.state != RunState::kActive) {
-    SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM iteration_log WHERE run_id=" + id));
-    return db_->Exec("DELETE FROM run_checkpoint WHERE run_id=" + id);
+    SEQPOINT_RETURN_IF_ERROR(run_rows(Stmt::kLogDelete));
+    return run_rows(Stmt::kCheckpointDelete);
   }
   if (checkpoint != nullptr) {
-    SEQPOINT_RETURN_IF_ERROR(db_->Exec("DELETE FROM iteration_log WHERE run_id=" + id));
-    auto s = db_->Prepare("INSERT OR REPLACE INTO run_checkpoint VALUES(?, ?, ?, ?)");
+    SEQPOINT_RETURN_IF_ERROR(run_rows(Stmt::kLogDelete));
+    auto s = Prepared(Stmt::kCheckpoint);
     if (!s.ok()) return s.status();
     (*s)->Bind(1, r.id).Bind(2, int64_t(r.iterations)).Bind(3, WallNs());
     (*s)->BindBlob(4, checkpoint->data(), checkpoint->size());
-    SEQPOINT_RETURN_IF_ERROR((*s)->Run());
+    SEQPOINT_RETURN_IF_ERROR(Write(*s));
   }
   if (new_log.empty()) return Status::Ok();
-  auto log =
-      db_->Prepare("INSERT INTO iteration_log(run_id, entries, data, format) VALUES(?, ?, ?, ?)");
+  auto log = Prepared(Stmt::kLog);
   if (!log.ok()) return log.status();
   const std::string image = EncodeIterationLog(new_log);
   (*log)->Bind(1, r.id).Bind(2, int64_t(new_log.size()));
   (*log)->BindBlob(3, image.data(), image.size()).Bind(4, int64_t{kIterationLogFormat});
-  return (*log)->Run();
+  return Write(*log);
 }
 
 Result<std::string> Store::LoadCheckpoint(int64_t run_id) {

@@ -16,6 +16,20 @@ using namespace seqpoint::daemon;
 
 namespace {
 
+Projection Proj(std::string metric, std::string unit, double total, double low, double high,
+                double actual, uint64_t measured, bool perturbed = false) {
+  Projection p;
+  p.metric = std::move(metric);
+  p.unit = std::move(unit);
+  p.total = total;
+  p.low = low;
+  p.high = high;
+  p.actual = actual;
+  p.measured = measured;
+  p.perturbed = perturbed;
+  return p;
+}
+
 RunSnapshot SampleRun(int64_t id) {
   RunSnapshot s;
   s.run.id = id;
@@ -26,7 +40,7 @@ RunSnapshot SampleRun(int64_t id) {
   s.run.unobserved_before_attach = 4;
   s.histogram = {{12, 10, 1.2e9, 0, 0, 9}, {40, 20, 4.0e9}};
   s.seqpoints = {{3, {3, 9}, {100, 100}, 12, 10, 1, 20}, {17, {17}, {101}, 40, 20, 21, 60}};
-  s.projections = {{"time_ns", "ns", 5.1e9, 4.9e9, 5.3e9, 5.2e9, 3}};
+  s.projections = {Proj("time_ns", "ns", 5.1e9, 4.9e9, 5.3e9, 5.2e9, 3)};
   return s;
 }
 
@@ -246,8 +260,9 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
           "ALTER TABLE projections DROP COLUMN gap_high", "DROP TABLE run_checkpoint",
           "ALTER TABLE iteration_log DROP COLUMN format",
           "ALTER TABLE histogram DROP COLUMN time_count",
-          "ALTER TABLE runs DROP COLUMN unobserved_before_attach", "DELETE FROM meta",
-          "PRAGMA user_version = 1"}) {
+          "ALTER TABLE runs DROP COLUMN unobserved_before_attach",
+          "ALTER TABLE projections DROP COLUMN kind", "ALTER TABLE projections DROP COLUMN peak",
+          "DROP TABLE gauge_bins", "DELETE FROM meta", "PRAGMA user_version = 1"}) {
       REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
     }
     REQUIRE(
@@ -263,8 +278,8 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
   RunSnapshot s = *old;
   s.histogram[0].energy_uj_sum = 3.5e6;
   s.histogram[0].energy_count = 7;
-  s.projections = {{"energy_uj", "uJ", 5e6, 4e6, 6e6, 3.5e6, 2, false},
-                   {"perf:cycles", "count", 1e9, 9e8, 1.1e9, NAN, 2, true}};
+  s.projections = {Proj("energy_uj", "uJ", 5e6, 4e6, 6e6, 3.5e6, 2, false),
+                   Proj("perf:cycles", "count", 1e9, 9e8, 1.1e9, NAN, 2, true)};
   s.projections[1].gap_total = 1e8;
   s.projections[1].gap_low = 5e7;
   s.projections[1].gap_high = INFINITY;  // a gap the samples cannot bound
@@ -497,7 +512,7 @@ TEST_CASE(
   REQUIRE(row.ok());
   REQUIRE(*(*row)->Step());
   CHECK((*row)->Int(0) == kIterationLogFormat);
-  CHECK((*row)->Int(1) == 8 + 2 * 40);
+  CHECK((*row)->Int(1) == 8 + 2 * 44);
   row->reset();
   auto back = (*store)->LoadIterationLog(id);
   REQUIRE(back.ok());

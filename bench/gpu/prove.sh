@@ -14,7 +14,9 @@
 #    each in fixed-SL phases of S seconds (default 15: about 2 x 4 x 15 s of training);
 # 6. prints, per run: iterations seen against the trainer's and SLs exact; which GPU the run was
 #    measured on (UUID) against the trainer's own; GPM values per SeqPoint beside NVML's; every
-#    projection against the trainer's own CUDA-event-timed iterations and NVML energy.
+#    projection against the trainer's own CUDA-event-timed iterations and NVML energy; per
+#    measured window whether a CUDA sync closed it (collectors/gpu/sync_window.h, from the syncs
+#    seqpoint-syncwatch recorded beside the trainer), and that over every trainer iteration.
 # Finishes in under 8 minutes (each step has a deadline). Exit: 0 done, 1 failure, 2 usage,
 # 3 no NVIDIA GPU (everything before the GPU steps ran).
 set -euo pipefail
@@ -106,14 +108,23 @@ for _ in $(seq 100); do "$sp" status >/dev/null 2>&1 && break; sleep 0.1; done
 "$sp" status >/dev/null || { cat "$work/seqpointd.log"; echo "prove: seqpointd did not start" >&2; exit 1; }
 say "seqpointd running (pid $daemon)"
 
-# 5. Training, each model under a deadline (the whole proof stays under 8 minutes).
+# 5. Training, each model under a deadline (the whole proof stays under 8 minutes). Beside each
+#    trainer, seqpoint-syncwatch (when the bundle has it) records the trainer's CUDA syncs.
 budget=$(( 4 * per_sl + 60 ))
+watch="$agent/bin/seqpoint-syncwatch"
 for model in gru transformer; do
   say "training $model on CUDA: 4 SLs x ${per_sl}s"
   SEQPOINT_RUN_ID="prove-$model" PYTHONPATH="$agent/python" \
     timeout "$budget" python3 "$here/train_gpu.py" "$model" --out "$work/$model.csv" \
-    --seconds-per-sl "$per_sl" > "$work/$model.log" 2>&1 ||
-    { tail -20 "$work/$model.log"; echo "prove: the $model trainer failed" >&2; exit 1; }
+    --seconds-per-sl "$per_sl" > "$work/$model.log" 2>&1 &
+  trainer=$!
+  recorder=""
+  if [ -x "$watch" ]; then
+    "$watch" record "$trainer" "$work/$model.syncs.csv" 2>"$work/$model.syncwatch.log" &
+    recorder=$!
+  fi
+  wait "$trainer" || { tail -20 "$work/$model.log"; echo "prove: the $model trainer failed" >&2; exit 1; }
+  [ -z "$recorder" ] || wait "$recorder" || say "$model: syncwatch failed: $(tail -1 "$work/$model.syncwatch.log")"
 done
 sleep 2  # the daemon's last poll
 
@@ -127,7 +138,13 @@ print((m or [{}])[-1].get("id", ""))' "$work/runs.json" "prove-$model")
   if [ -z "$run" ]; then say "$model: NO RUN seen by the agent (see $work/seqpointd.log)"; continue; fi
   "$sp" show "$run" --json > "$work/$model.show.json"
   "$sp" report "$run" --json > "$work/$model.report.json" 2>/dev/null || echo '{}' > "$work/$model.report.json"
+  sync="$work/$model.sync.txt"
+  if [ -x "$watch" ] && [ -s "$work/$model.syncs.csv" ]; then
+    "$watch" classify "$work/$model.syncs.csv" "$work/$model.csv" > "$sync" || : > "$sync"
+  else
+    echo "   sync-closed windows: not measured (no seqpoint-syncwatch in this bundle, or it saw no sync)" > "$sync"
+  fi
   python3 "$here/prove_report.py" "$model" "$work/$model.csv" "$work/$model.show.json" \
-    "$work/$model.report.json"
+    "$work/$model.report.json" "$sync"
 done
 say "done in $(( $(date +%s) - t0 )) s"

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """bench/gpu/prove.sh's comparison of one run: the agent's view against the trainer's own.
 
-  prove_report.py MODEL TRAINER_CSV SHOW_JSON [REPORT_JSON]
+  prove_report.py MODEL TRAINER_CSV SHOW_JSON [REPORT_JSON [SYNC_TXT]]
 
 Prints: iterations and SLs (the agent's histogram against the trainer's CSV, per SL); which
 GPU the run was measured on (the device of its nvml samples) against the trainer's UUID; GPM
 values per SeqPoint beside NVML's; each projection against the trainer's own total (time from
-its CUDA events; energy from NVML per phase). Keys missing from the agent's JSON are reported
+its CUDA events; energy from NVML per phase); per measured window (the report's iterations)
+whether a CUDA sync closed it, from SYNC_TXT (seqpoint-syncwatch classify: one line per trainer
+iteration and a summary). Keys missing from the agent's JSON are reported
 as missing, never guessed.
 """
 import collections
@@ -18,6 +20,7 @@ import sys
 def main():
     model, trainer_csv, show_json = sys.argv[1:4]
     report = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+    sync_lines = open(sys.argv[5]).read().splitlines() if len(sys.argv) > 5 else []
     rows = list(csv.DictReader(open(trainer_csv)))
     show = json.load(open(show_json))
     want = collections.Counter(int(r["seq_len"]) for r in rows)
@@ -57,6 +60,30 @@ def main():
         elif metric.endswith(":energy") and energy_mj:
             own = "trainer's NVML %.1f J (%+.1f%%)" % (energy_mj / 1e3, 100 * (total / 1e6 - energy_mj / 1e3) / (energy_mj / 1e3))
         print("   projection %-28s %14.6g [%s, %s] %s" % (metric, total, low, high, own))
+    print_sync(report, sync_lines)
+
+
+def print_sync(report, lines):
+    """Per measured window: closed by a sync or not (the agent's iteration numbers; a zero-code
+    run counts from its attach, so a few may not match the trainer's)."""
+    if not lines:
+        return
+    by_iter = {}
+    for line in lines:
+        head = line.strip().split(":", 1)[0]
+        if head.startswith("window iter "):
+            by_iter[head[len("window iter "):]] = line.strip()
+    measured = sorted({str(m.get("iter")) for m in report.get("measurements", [])}, key=lambda x: int(x) if x.isdigit() else -1)
+    shown = 0
+    for it in measured:
+        if it in by_iter:
+            print("   measured " + by_iter[it])
+            shown += 1
+    if measured and not shown:
+        print("   measured windows: none matched the trainer's iteration numbers")
+    for line in lines:
+        if "sync-closed windows" in line or "not measured" in line:
+            print("   over every trainer iteration:" + line.split(":", 1)[1] if "windows:" in line else line)
 
 
 if __name__ == "__main__":

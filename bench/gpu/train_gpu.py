@@ -13,7 +13,10 @@ Every iteration ends with loss.item() (a device-to-host copy: the CPU waits for 
 agent's CPU-side window closes after the GPU work; see collectors/README.md, "CPU window vs GPU
 timeline"). Per iteration the CSV has: iter, seq_len, cuda_ms (torch.cuda.Event elapsed time,
 start event before the forward, end event after the optimizer step), wall_ns, and per phase the
-GPU's energy from NVML (mJ, nvmlDeviceGetTotalEnergyConsumption through ctypes) and the GPU's UUID.
+GPU's energy from NVML (mJ, nvmlDeviceGetTotalEnergyConsumption through ctypes), the GPU's UUID,
+and end_mono_ns: CLOCK_MONOTONIC at the iteration's CPU end as the agent sees it (the marked
+block's exit; for the zero-code GRU, before loss.item(), near the preset's boundary call), for
+seqpoint-syncwatch's per-window sync verdicts.
 """
 import argparse
 import contextlib
@@ -114,8 +117,12 @@ def main():
                 loss.backward()
                 opt.step()
                 end.record()
+                if mark is None:  # the zero-code GRU: its iteration ends at the preset's
+                    t_end = time.monotonic_ns()  # boundary, before this sync
                 loss.item()  # D2H copy: waits for the GPU
-            rows.append([it, sl, start.elapsed_time(end), time.monotonic_ns() - t0, "", uuid])
+            if mark is not None:  # the marked iteration ends as its `with` block exits
+                t_end = time.monotonic_ns()
+            rows.append([it, sl, start.elapsed_time(end), time.monotonic_ns() - t0, "", uuid, t_end])
             it += 1
         e1 = energy()
         if e0 is not None and e1 is not None:
@@ -123,7 +130,8 @@ def main():
         print("train_gpu: SL %d: %d iterations" % (sl, sum(1 for r in rows if r[1] == sl)), flush=True)
     with open(args.out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["iter", "seq_len", "cuda_ms", "wall_ns", "phase_energy_mj", "gpu_uuid"])
+        w.writerow(["iter", "seq_len", "cuda_ms", "wall_ns", "phase_energy_mj", "gpu_uuid",
+                    "end_mono_ns"])
         w.writerows(rows)
     return 0
 

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """The workload of bench/true_numbers.py: a small LSTM or GRU language-model loop in PyTorch on
 the CPU, each iteration marked with seqpoint_probe, writing its own reading of every iteration
-to a CSV: iter,seq_len,wall_ns,cpu_ns.
+to a CSV: iter,seq_len,wall_ns,cpu_ns,threads_ns.
 
-The reading is taken right beside the marks: CLOCK_MONOTONIC and CLOCK_PROCESS_CPUTIME_ID (the
-CPU time of every thread of this process, the intra-op pool included) just after the begin
-mark and just before the end mark, so it covers the same window the agent measures, less a
-ctypes call at each end (microseconds). Batches come either from the loop itself or from a
+The reading is taken right beside the marks: CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID (cpu_ns)
+and every thread's own CPU clock, summed (threads_ns: the intra-op pool included) just after the
+begin mark and just before the end mark, so it covers the same window the agent measures, less
+the reads themselves at each end (tens of microseconds). threads_ns is the reference: the
+process clock reads a sibling running on another CPU as of that CPU's last tick. Batches come either from the loop itself or from a
 multi-process DataLoader (--workers N: its workers are other processes, not counted in this
 process's CPU time).
 
@@ -59,6 +60,31 @@ class Model(torch.nn.Module):
         return self.out(h)
 
 
+def thread_clock(tid):
+    """The CPU clock of thread `tid` of this process (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED))."""
+    return ((~tid) << 3) | 6
+
+
+def task_ids():
+    return [int(name) for name in os.listdir("/proc/self/task")]
+
+
+def threads_cpu_ns(tids):
+    """The own CPU clocks of threads `tids`: {tid: ns} (a thread that ended is missing). Unlike
+    CLOCK_PROCESS_CPUTIME_ID, which for a sibling on another CPU reads its runtime as of that
+    CPU's last tick (up to 4 ms old at HZ=250: kernel/sched/cputime.c, thread_group_cputime), a
+    thread's clock brings a running thread's runtime up to now (task_sched_runtime).
+    Only clock reads here: listing /proc/self/task costs tens of microseconds, so the lists are
+    made outside the window (before the begin mark) or after the known threads were read."""
+    out = {}
+    for tid in tids:
+        try:
+            out[tid] = time.clock_gettime_ns(thread_clock(tid))
+        except OSError:  # ended
+            pass
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
@@ -93,21 +119,32 @@ def main():
         if time.monotonic() > stop:
             break
         it = a.start_iter + i
+        tids = task_ids()
         probe.iteration_begin(it, sl, BATCH, BATCH * sl)
         w0 = time.clock_gettime_ns(mono)
         c0 = time.clock_gettime_ns(cpu)
+        t0 = threads_cpu_ns(tids)
         opt.zero_grad()
         logits = model(x[:, :-1])
         loss = loss_fn(logits.reshape(-1, VOCAB), x[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
+        t1 = threads_cpu_ns(tids)
         c1 = time.clock_gettime_ns(cpu)
         w1 = time.clock_gettime_ns(mono)
         probe.iteration_end(it)
-        rows.append((it, sl, w1 - w0, c1 - c0, w0, w1))
+        # Threads born inside the window (rare: the pools live as long as the process), read
+        # after the end mark so that listing them is outside it.
+        t1.update(threads_cpu_ns([tid for tid in task_ids() if tid not in t0]))
+        # A thread born inside the window counts from 0; one that ended inside cannot be read
+        # any more: then -1, and the harness falls back to the process clock.
+        threads = (sum(v - t0.get(tid, 0) for tid, v in t1.items())
+                   if all(tid in t1 for tid in t0) else -1)
+        rows.append((it, sl, w1 - w0, c1 - c0, threads, w0, w1))
     with open(a.csv, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(("iter", "seq_len", "wall_ns", "cpu_ns", "mono_begin_ns", "mono_end_ns"))
+        w.writerow(("iter", "seq_len", "wall_ns", "cpu_ns", "threads_ns", "mono_begin_ns",
+                    "mono_end_ns"))
         w.writerows(rows)
     return 0
 

@@ -136,6 +136,7 @@ void NvmlCollector::ReadDevice(Device& d, std::vector<Sample>* out, Status* last
   }
   if (Result<nvmlMemory_t> m = nvml_->Memory(d.id); m.ok()) {
     gauge(":mem_used", static_cast<double>(m->used), "bytes");
+    gauge(":mem_total", static_cast<double>(m->total), "bytes");  // the capacity (memory_fit)
   } else {
     Warn(&warnings_, p + ":mem_used", m.status());
     *last_error = m.status();

@@ -8,9 +8,9 @@
 // is never measured on every GPU. Device-wide (pid 0), Target::device or every GPU.
 //
 // Samples: "nvml:gpu<i>:energy" uJ, ":power" W, ":util_gpu" %, ":util_mem" %, ":sm_clock" MHz,
-// ":mem_clock" MHz, ":mem_used" bytes, ":field<id>" (unit "value"), with <i> NVML's index (a
-// name only: the series' device is the GPU's UUID, Sample::device); all device samples, energy a
-// delta, the rest gauges. For a process also ":proc_mem_used" bytes: the memory it holds on that
+// ":mem_clock" MHz, ":mem_used" bytes, ":mem_total" bytes (the capacity), ":field<id>" (unit
+// "value"), with <i> NVML's index (a name only: the series' device is the GPU's UUID,
+// Sample::device); all device samples, energy a delta, the rest gauges. For a process also ":proc_mem_used" bytes: the memory it holds on that
 // GPU (usedGpuMemory), a process gauge. On Hopper and later also the GPM activity metrics of
 // nvml_gpm.h (sm_active, tensor_active, dram_active, ..., over windows of 2 s or more). Under MIG
 // the device is "<uuid>/gi<G>/ci<C>", and the device-wide values are the whole GPU's (NVML has no

@@ -56,6 +56,8 @@ TEST_CASE("nvml: recorded A100 values through dlopen, energy as a window delta")
   CHECK(v["nvml:gpu0:sm_clock"].value == 1275);
   CHECK(v["nvml:gpu0:mem_clock"].value == 1593);
   CHECK(v["nvml:gpu0:mem_used"].value == 50 * kMiB);
+  CHECK(v["nvml:gpu0:mem_total"].value == 81920 * kMiB);  // the A100 80GB's framebuffer
+  CHECK(v["nvml:gpu0:mem_total"].kind == SampleKind::kGauge);
   CHECK(v["nvml:gpu0:field82"].value == 44);  // NVML_FI_DEV_MEMORY_TEMP
   // Utilization is N/A under MIG; an unknown field id is named, not reported as 0.
   CHECK(v.count("nvml:gpu0:util_gpu") == 0);

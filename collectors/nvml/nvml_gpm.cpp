@@ -5,6 +5,7 @@
 // 61/60).
 #include "collectors/nvml/nvml_gpm.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace seqpoint::collectors {
@@ -139,6 +140,11 @@ Status NvmlGpm::End(int64_t now_ns, const std::string& prefix, const std::string
   if (emitted == 0) return Unavailable(prefix + " GPM: no metric answered");
   out->push_back(DeviceSample(prefix + ":gpm_window_ns", static_cast<double>(window), "ns",
                               SampleKind::kGauge, device_label));
+  // The widened interval: each edge late by up to one refresh.
+  const double edge_error =
+      std::min(1.0, 2.0 * static_cast<double>(options_.refresh_ns) / static_cast<double>(window));
+  out->push_back(DeviceSample(prefix + ":gpm_edge_error", edge_error, "ratio", SampleKind::kGauge,
+                              device_label));
   return Status::Ok();
 }
 

@@ -9,11 +9,15 @@
 //
 // Refresh: NVML refreshes GPM every 100 ms, so a sample holds the counters as of the last
 // refresh: each edge of a window is late by 0..100 ms. A ratio over the window is then off by at
-// most 2 x 100 ms / window (the activity is bounded by 0..1). We neither aggregate nor widen
-// inside the collector: a window shorter than min_window_ns (default 2 s: an edge error of at
-// most 0.1 on a 0..1 ratio) is left out and named in the warnings, never reported as exact.
-// Iterations shorter than that get GPM values by aggregation outside the collector: measuring a
-// run of consecutive iterations as one window (bench/gpu/prove.sh measures fixed-SL phases).
+// most 2 x 100 ms / window (the activity is bounded by 0..1). The rule (issue 20: "aggregate or
+// widen; say which"): WIDEN, never aggregate. Each window's ratios come with that bound,
+// :gpm_edge_error = 2 x refresh / window, the half-width of the interval the true value lies in;
+// a window whose bound would exceed 0.1, i.e. shorter than min_window_ns (default 2 s), is left
+// out and named in the warnings, never reported as exact. We do not aggregate consecutive
+// measured iterations inside the collector: measured iterations are SeqPoints, not neighbours,
+// and two samples around several of them would hold the unmeasured iterations between.
+// Iterations shorter than 2 s get GPM values only from a window that spans many of them as one
+// (bench/gpu/prove.sh measures fixed-SL phases that way).
 //
 // Samples, DCGM's names (DCGM_FI_PROF_*) with units, all device samples of the GPU's id:
 //   nvml:gpu<i>:sm_active, :sm_occupancy, :tensor_active, :dram_active, :fp64_active,
@@ -22,6 +26,8 @@
 //                                                    bytes over the window, deltas (NVML MiB/s
 //                                                    x 2^20 x window)
 //   :gpm_window_ns                                   ns, gauge: the window the values cover
+//   :gpm_edge_error                                  ratio, gauge: 2 x 100 ms / window, the
+//                                                    bound on each ratio's edge error
 // Not supported (pre-Hopper, vGPU without a whole-GPU MIG profile, a MIG instance without a
 // compute instance, a driver without the GPM entry points): Open says which and why, e.g.
 // "GPM not supported on NVIDIA A100-SXM4-80GB (Hopper or later needed)".
@@ -42,6 +48,7 @@ class NvmlGpm {
  public:
   struct Options {
     int64_t min_window_ns = 2'000'000'000;
+    int64_t refresh_ns = 100'000'000;  // NVML's GPM refresh (nvml.h 12.9+)
   };
   // The GPM of `device` (gpu_instance >= 0: that MIG GPU instance). Unsupported with the reason
   // when GPM cannot be read there.

@@ -28,12 +28,14 @@ struct Double {
         reinterpret_cast<void (*)(unsigned long long)>(dlsym(handle, "fake_nvml_set_time_ns"));
     set_activity = reinterpret_cast<void (*)(double, double, double, double, double)>(
         dlsym(handle, "fake_nvml_set_activity"));
-    REQUIRE((set_time != nullptr && set_activity != nullptr));
+    set_lost = reinterpret_cast<void (*)(unsigned, int)>(dlsym(handle, "fake_nvml_set_lost"));
+    REQUIRE((set_time != nullptr && set_activity != nullptr && set_lost != nullptr));
   }
   ~Double() { dlclose(handle); }
   void* handle;
   void (*set_time)(unsigned long long);
   void (*set_activity)(double, double, double, double, double);
+  void (*set_lost)(unsigned, int);
 };
 
 struct Env {
@@ -91,6 +93,9 @@ TEST_CASE("nvml gpm: a window on a GPM GPU, values exact over whole refreshes") 
   CHECK(v["nvml:gpu4:pcie_tx_bytes"].kind == SampleKind::kDelta);
   CHECK(v["nvml:gpu4:pcie_rx_bytes"].value == doctest::Approx(1500.0 * 1048576.0));
   CHECK(v["nvml:gpu4:gpm_window_ns"].value == 3'000 * kMs);
+  // Widened, not aggregated: the bound on each ratio's edge error, 2 x 100 ms / 3 s.
+  CHECK(v["nvml:gpu4:gpm_edge_error"].value == doctest::Approx(0.2 / 3.0));
+  CHECK(v["nvml:gpu4:gpm_edge_error"].unit == "ratio");
   // Metrics the GPU answers NOT_SUPPORTED for are left out and named, not 0.
   CHECK(v.count("nvml:gpu4:sm_occupancy") == 0);
   CHECK(nvml.warnings().find("nvml:gpu4:sm_occupancy: Not Supported") != std::string::npos);
@@ -120,6 +125,9 @@ TEST_CASE("nvml gpm: the 100 ms refresh: edges off the tick, short windows left 
   // Busy for 1.91 of the 2.0 s GPM saw: 0.955, within the documented 2 x 100 ms / 2 s of 1.0.
   CHECK(v["nvml:gpu4:sm_active"].value == doctest::Approx(0.955));
   CHECK(std::abs(v["nvml:gpu4:sm_active"].value - 1.0) <= 0.1);
+  // ... and within the bound the window carries beside it.
+  CHECK(v["nvml:gpu4:gpm_edge_error"].value == doctest::Approx(0.1));
+  CHECK(std::abs(v["nvml:gpu4:sm_active"].value - 1.0) <= v["nvml:gpu4:gpm_edge_error"].value);
   // A 40 ms window (a short iteration) is not reported as exact: left out, and said why.
   REQUIRE(nvml.Begin().ok());
   clock.Advance(40 * kMs);
@@ -168,6 +176,98 @@ TEST_CASE("nvml gpm: a GPU lost mid-run leaves its values out") {
   auto r = nvml.End();
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message().find("GPU is lost") != std::string::npos);
+}
+
+TEST_CASE("nvml gpm: a process on two GPUs, one falls off the bus mid-run, the other counts") {
+  // pid 8802 holds contexts on the Blackwell (GPM, NVML index 4) and the 3080 (index 1).
+  Env env("4:8802:20000;1:8802:300");
+  FakeClock clock(1'700'000'000'000'000'000, 30'000 * kMs);
+  NvmlOptions o;
+  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  NvmlCollector nvml(o);
+  REQUIRE(nvml.Open({8802, ""}).ok());
+  Double fake;
+  fake.set_time(30'000 * kMs);
+  fake.set_activity(0.5, 0, 0, 0, 0);
+  auto window = [&]() {
+    REQUIRE(nvml.Begin().ok());
+    clock.Advance(2'000 * kMs);
+    fake.set_time(static_cast<unsigned long long>(clock.MonotonicNs()));
+    return nvml.End();
+  };
+  // Both GPUs read, each sample under its own GPU's UUID; GPM on the Blackwell only.
+  auto both = window();
+  REQUIRE_MESSAGE(both.ok(), both.status().ToString());
+  auto v = ByName(*both);
+  CHECK(v.count("nvml:gpu4:energy") == 1);
+  CHECK(v.count("nvml:gpu1:energy") == 1);
+  CHECK(v["nvml:gpu4:sm_active"].value == doctest::Approx(0.5));
+  CHECK(v["nvml:gpu4:energy"].device != v["nvml:gpu1:energy"].device);
+  CHECK(v.count("nvml:gpu1:sm_active") == 0);
+
+  // The Blackwell falls off the bus: its values (GPM included) are left out and named; the
+  // 3080's still come.
+  fake.set_lost(4, 1);
+  auto one = window();
+  REQUIRE_MESSAGE(one.ok(), one.status().ToString());
+  auto w = ByName(*one);
+  CHECK(w.count("nvml:gpu1:energy") == 1);
+  for (const auto& [name, sample] : w) CHECK_MESSAGE(!name.starts_with("nvml:gpu4:"), name);
+  CHECK(nvml.warnings().find("nvml:gpu4:energy: ") != std::string::npos);
+  CHECK(nvml.warnings().find("GPU is lost") != std::string::npos);
+
+  // Both lost: the window is void, with NVML's reason.
+  fake.set_lost(1, 1);
+  auto none = window();
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find("GPU is lost") != std::string::npos);
+  fake.set_lost(4, 0);
+  fake.set_lost(1, 0);
+}
+
+TEST_CASE(
+    "nvml gpm: under MIG, the process's own GPU instance; one without a compute instance "
+    "gives no data, said so") {
+  // The fixture's MIG layout (GPU 2) read as a Hopper: pid 7002 runs in GPU instance 4 /
+  // compute instance 0; pid 7003 is listed in GPU instance 5 with no compute instance.
+  Env env("2:7002:9800:4:0;2:7003:100:5:4294967295");
+  setenv("FAKE_NVML_HOPPER", "2", 1);
+  FakeClock clock(1'700'000'000'000'000'000, 40'000 * kMs);
+  NvmlOptions o;
+  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  NvmlCollector nvml(o);
+  REQUIRE(nvml.Open({7002, ""}).ok());
+  unsetenv("FAKE_NVML_HOPPER");
+  Double fake;
+  auto last_gi = reinterpret_cast<unsigned (*)()>(dlsym(fake.handle, "fake_nvml_last_mig_gi"));
+  REQUIRE((last_gi != nullptr));
+  fake.set_time(40'000 * kMs);
+  fake.set_activity(0.25, 0, 0, 0, 0);
+  REQUIRE(nvml.Begin().ok());
+  CHECK(last_gi() == 4);  // nvmlGpmMigSampleGet with the process's own GPU instance
+  clock.Advance(2'000 * kMs);
+  fake.set_time(42'000 * kMs);
+  auto r = nvml.End();
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  auto v = ByName(*r);
+  CHECK(v["nvml:gpu2:sm_active"].value == doctest::Approx(0.25));
+  CHECK(v["nvml:gpu2:sm_active"].device.ends_with("/gi4/ci0"));
+  nvml.Close();
+
+  // A GPU instance without a compute instance: GPM answers no data; named, the rest still read.
+  setenv("FAKE_NVML_HOPPER", "2", 1);
+  NvmlCollector no_ci(o);
+  REQUIRE(no_ci.Open({7003, ""}).ok());
+  unsetenv("FAKE_NVML_HOPPER");
+  REQUIRE(no_ci.Begin().ok());
+  CHECK(no_ci.warnings().find("No data") != std::string::npos);
+  clock.Advance(2'000 * kMs);
+  fake.set_time(44'000 * kMs);
+  auto n = no_ci.End();
+  REQUIRE_MESSAGE(n.ok(), n.status().ToString());
+  CHECK(ByName(*n).count("nvml:gpu2:sm_active") == 0);
+  CHECK(ByName(*n).count("nvml:gpu2:power") == 1);
+  CHECK(no_ci.warnings().find("GPM: no first sample") != std::string::npos);
 }
 
 }  // namespace seqpoint::collectors

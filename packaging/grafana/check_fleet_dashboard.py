@@ -2,7 +2,8 @@
 """Checks packaging/grafana/seqpoint-fleet-dashboard.json against the fleet rules: every series a
 query or variable names is a recording rule of packaging/prometheus/seqpoint-fleet-rules.yml (or
 Prometheus's ALERTS), and every alert it lists is an alert of that file; every panel has a
-query. With --prometheus URL, also runs each query (its variables set to match all) against a
+query; every alert of that file is listed by some panel (none raised unseen); the panels the fleet
+view promises are there (REQUIRED_PANELS), "Straggling by cause" split by the cause label. With --prometheus URL, also runs each query (its variables set to match all) against a
 live Prometheus and prints how many series it returned (bench/fleet/run.sh does).
 Exit status: 0 ok, 1 a check failed (each failure printed), 2 usage or unreadable file."""
 import json
@@ -15,6 +16,11 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 DASHBOARD = os.path.join(HERE, "seqpoint-fleet-dashboard.json")
 RULES = os.path.join(HERE, "..", "prometheus", "seqpoint-fleet-rules.yml")
+# Issue 23's fleet view: index per node over time, the worst nodes now, a job's nodes side by
+# side, straggling by cause.
+REQUIRED_PANELS = ("Index per node over time", "Worst nodes now",
+                   "A job's nodes side by side: cost per unit of work", "Straggling by cause",
+                   "Ranks last at equal SL")
 
 
 def main():
@@ -41,6 +47,18 @@ def main():
         for name in re.findall(r"Seqpoint[A-Za-z]+", e):
             if name not in alerts:
                 failures.append("%r: %s is no alert of %s" % (e, name, RULES))
+    titles = {p["title"]: p for p in dash["panels"]}
+    for t in REQUIRED_PANELS:
+        if t not in titles:
+            failures.append("no panel %r" % t)
+    by_cause = titles.get("Straggling by cause")
+    if by_cause and not any("cause" in t.get("legendFormat", "") for t in by_cause["targets"]):
+        failures.append("panel 'Straggling by cause' does not show the cause label")
+    listed = set()
+    for e in exprs:
+        listed |= set(re.findall(r"Seqpoint[A-Za-z]+", e))
+    for a in sorted(alerts - listed):
+        failures.append("alert %s of %s is shown by no panel" % (a, RULES))
     for f in failures:
         print("FAIL", f)
     if len(sys.argv) == 3 and sys.argv[1] == "--prometheus":

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "agent/testing/test_harness.h"
+#include "tests/agent/gpu_trace.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -105,8 +106,10 @@ TEST_CASE("golden: /metrics families and seqpoint show/status fields of a replay
   cfg.upload_url = "http://127.0.0.1:" + std::to_string(FreePort()) + "/api/v1/write";
   ReplaySpec spec;
   spec.exit_at_end = false;  // the run stays active, so its per-run families are exported
+  // With GPU memory gauges (gpu_trace.h), so the gauge families and fields are in the shape.
+  spec.traces.push_back(WriteGpuTrace(dir.File("gru_gpu.csv"), 16 * kGpuTraceGiB).path + "@job-0");
   DaemonHarness h;
-  REQUIRE(h.Start(cfg, ReplayParts(1, spec)).ok());
+  REQUIRE(h.Start(cfg, MakeDaemonParts(spec)).ok());
   auto trace_rows = [] {
     std::ifstream in(RecordedTrace());
     std::string line;

@@ -11,6 +11,8 @@
  *   FAKE_NVML_EXTRA=<list>      more compute processes, "gpu:pid:MiB[:gi:ci]" joined by ';'
  *                               (a process on two GPUs, one in a MIG instance)
  *   FAKE_NVML_LOST=<index>      that GPU answers NVML_ERROR_GPU_IS_LOST to every call
+ *                               (mid-run: fake_nvml_set_lost(index, 1))
+ *   FAKE_NVML_HOPPER=<index>    that GPU reads as a Hopper (GPM under the fixture's MIG layout)
  * GPM (NVML 11.8+, Hopper and later: the Blackwell GPU of the fixture; the others answer
  * isSupportedDevice = 0): a sample holds the GPU's counters as of the last 100 ms refresh
  * before nvmlGpmSampleGet (nvml.h: "the interval between two nvmlGpmSampleGet() calls should
@@ -102,6 +104,11 @@ static void Integrate(unsigned long long t) {
 void fake_nvml_set_time_ns(unsigned long long t) {
   Integrate(t);
   g_now_ns = t;
+}
+/* A GPU falls off the bus (lost = 1) or comes back, mid-run: every later call on it answers
+ * NVML_ERROR_GPU_IS_LOST. */
+void fake_nvml_set_lost(unsigned index, int lost) {
+  if (index < g_count) g_gpus[index].lost = lost;
 }
 void fake_nvml_set_activity(double sm, double tensor, double dram, double fp32, double pcie_mib_s) {
   Integrate(g_now_ns);
@@ -199,6 +206,12 @@ nvmlReturn_t nvmlInit_v2(void) {
   }
   const char* extra = getenv("FAKE_NVML_EXTRA");
   if (extra) LoadExtra(extra);
+  /* FAKE_NVML_HOPPER=<index>: that GPU's architecture reads Hopper (an H100 in the fixture
+   * GPU's MIG layout), so GPM under MIG can be tested on a real MIG layout. */
+  const char* hopper = getenv("FAKE_NVML_HOPPER");
+  if (hopper && *hopper && (unsigned)atoi(hopper) < g_count) {
+    snprintf(g_gpus[atoi(hopper)].arch, sizeof g_gpus[0].arch, "%s", "Hopper");
+  }
   const char* lost = getenv("FAKE_NVML_LOST");
   if (lost && *lost && (unsigned)atoi(lost) < g_count) g_gpus[atoi(lost)].lost = 1;
   return NVML_SUCCESS;
@@ -377,8 +390,21 @@ static nvmlReturn_t Snapshot(nvmlDevice_t d, nvmlGpmSample_t s) {
 
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t s) { return Snapshot(d, s); }
 
+/* One MIG GPU instance: NVML_ERROR_NO_DATA when it has no compute instance (DCGM's
+ * DcgmGpmManager: "returns NO_DATA if the GPU-I has no compute instance"), which here means no
+ * compute process of the GPU lists that GPU instance with a compute instance. The counters are
+ * the GPU's (instances are not modelled further). g_last_mig_gi: the last instance asked for. */
+unsigned g_last_mig_gi = 0xFFFFFFFFu;
+unsigned fake_nvml_last_mig_gi(void) { return g_last_mig_gi; }
 nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t d, unsigned int gi, nvmlGpmSample_t s) {
-  (void)gi; /* GPU instances are not modelled: the fixture's MIG GPU is an A100 (no GPM) */
+  nvmlReturn_t r = Check(d);
+  if (r != NVML_SUCCESS) return r;
+  g_last_mig_gi = gi;
+  int has_ci = 0;
+  for (unsigned i = 0; i < d->nprocs; ++i) {
+    has_ci |= d->procs[i].gi == gi && d->procs[i].ci != 0xFFFFFFFFu;
+  }
+  if (!has_ci) return NVML_ERROR_NO_DATA;
   return Snapshot(d, s);
 }
 

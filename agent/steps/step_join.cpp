@@ -1,4 +1,4 @@
-#include "agent/runs/step_join.h"
+#include "agent/steps/step_join.h"
 
 #include <algorithm>
 

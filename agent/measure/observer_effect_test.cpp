@@ -2,7 +2,7 @@
 // times with the real contention noise and drift of a loaded 2-core VM). The measured
 // iterations are made slower by a known factor, as a perturbing collector would make them;
 // everything else is the data. Nothing here is timed.
-#include "agent/runs/observer_effect.h"
+#include "agent/measure/observer_effect.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "agent/runs/observer_effect.h"
+#include "agent/measure/observer_effect.h"
 
 #include <algorithm>
 #include <boost/math/special_functions/beta.hpp>

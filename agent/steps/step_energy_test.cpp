@@ -1,8 +1,9 @@
 // The energy of a data-parallel run's steps (issue: DDP energy came out k times too low): a step
 // stands for every rank, so it gets the node's whole energy over the step, never 1/k of it; a
-// run of one process keeps its iterations' energy; another run alive on the node shares it, so
-// neither gets a value (counted, never guessed). The energy counter is a stand-in that draws a
-// constant 250 W on a clock the test moves, so the node's energy over any window is known.
+// run of one process keeps its iterations' energy; two runs share the node's energy where their
+// iterations overlap in time, and an iteration whose sharers never report is refused (counted,
+// never guessed). The energy counter is a stand-in that draws a constant 250 W on a clock the
+// test moves, so the node's energy over any window is known.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -110,19 +111,71 @@ TEST_CASE("step energy: a data-parallel step gets the node's whole energy, for 2
   }
 }
 
-TEST_CASE("step energy: a run of one process keeps its iterations' energy, two runs share none") {
+TEST_CASE("step energy: a run of one process keeps its iterations' energy") {
   Node n;
   n.runs->OnProcessFound(ProcessInfo{7200, 1, "solo", "solo-job"});
   n.StartSampler();
   double node = 0;
   for (uint64_t i = 0; i < 10; ++i) node += n.Step({7200}, i, 30'000'000);
   CHECK(n.EnergySum("solo-job") == doctest::Approx(node).epsilon(1e-9));
-  // A second run on the node: whose is the energy? Neither gets any (counted as shared).
-  n.runs->OnProcessFound(ProcessInfo{7300, 1, "other", "other-job"});
-  n.clock.now = std::max(n.clock.now, MonotonicNowNs() + 1'000'000);  // after it was found
-  const double before = n.EnergySum("solo-job");
-  for (uint64_t i = 10; i < 14; ++i) (void)n.Step({7200}, i, 30'000'000);
-  CHECK(n.EnergySum("solo-job") == before);
+  CHECK(n.runs->energy_parked() == 0);
+}
+
+TEST_CASE("step energy: two runs share the node's energy where their iterations overlap") {
+  Node n;
+  n.runs->OnProcessFound(ProcessInfo{7200, 1, "a", "run-a"});
+  n.runs->OnProcessFound(ProcessInfo{7300, 1, "b", "run-b"});
+  n.StartSampler();
+  // a runs [t, t+30 ms], b [t+10, t+40 ms]: each has 10 ms alone and shares 20 ms, so each
+  // iteration's energy is that of 20 ms of the node, and together 40 ms: the node's over both.
+  constexpr uint64_t kMs = 1'000'000;
+  constexpr int kIters = 12;
+  for (uint64_t i = 0; i < kIters; ++i) {
+    const uint64_t t = n.clock.now;
+    n.runs->OnIterationBegin({7200, 7200, i, 64, 8, 512, t});
+    n.runs->OnIterationBegin({7300, 7300, i, 64, 8, 512, t + 10 * kMs});
+    n.clock.now = t + 41 * kMs;
+    n.sampler->Sample();  // settles what the previous ends made known
+    n.runs->OnIterationEnd({7200, 7200, i, 64, 8, 512, t, t + 30 * kMs, true});
+    n.runs->OnIterationEnd({7300, 7300, i, 64, 8, 512, t + 10 * kMs, t + 40 * kMs, true});
+  }
+  n.clock.now += kMs;
+  n.sampler->Sample();
+  // a's last iteration is known once b reported past it; b's last waits for a's next.
+  const double per_iteration = kWatts * 20.0 * kMs / 1e3;
+  CHECK(n.runs->FindActive("run-a")->energy_iterations() == kIters);
+  CHECK(n.runs->FindActive("run-b")->energy_iterations() == kIters - 1);
+  CHECK(n.runs->energy_parked() == 1);
+  CHECK(n.EnergySum("run-a") == doctest::Approx(kIters * per_iteration).epsilon(1e-9));
+  CHECK(n.EnergySum("run-b") == doctest::Approx((kIters - 1) * per_iteration).epsilon(1e-9));
+  CHECK(n.runs->FindActive("run-a")->energy_shared() == 0);
+  CHECK(n.runs->FindActive("run-b")->energy_shared() == 0);
+  // b's last is settled when b closes: a reported nothing past it, so it is refused, counted.
+  n.runs->OnProcessExit(ProcessExit{7300, false, 0, std::nullopt});
+  CHECK(n.runs->energy_parked() == 0);
+}
+
+TEST_CASE("step energy: a run that never reports refuses the other's energy only after a wait") {
+  Node n;
+  n.runs->OnProcessFound(ProcessInfo{7200, 1, "solo", "solo-job"});
+  n.runs->OnProcessFound(ProcessInfo{7300, 1, "idle", "idle-job"});  // loads, never iterates
+  n.StartSampler();
+  for (uint64_t i = 0; i < 4; ++i) (void)n.Step({7200}, i, 30'000'000);
+  // Whose is the energy? Not known while the other run may still report an iteration in it.
+  CHECK(n.EnergySum("solo-job") == 0);
+  CHECK(n.runs->energy_parked() == 4);
+  CHECK(n.runs->FindActive("solo-job")->energy_shared() == 0);
+  // Past the wait: refused, counted as shared, never guessed.
+  n.clock.now += EnergyAttribution::kShareWaitNs + 1'000'000;
+  n.sampler->Sample();
+  CHECK(n.runs->energy_parked() == 0);
+  CHECK(n.runs->FindActive("solo-job")->energy_shared() == 4);
+  CHECK(n.EnergySum("solo-job") == 0);
+  // Once it exits, the node is the solo run's again.
+  n.runs->OnProcessExit(ProcessExit{7300, false, 0, std::nullopt});
+  double node = 0;
+  for (uint64_t i = 4; i < 8; ++i) node += n.Step({7200}, i, 30'000'000);
+  CHECK(n.EnergySum("solo-job") == doctest::Approx(node).epsilon(1e-9));
   CHECK(n.runs->FindActive("solo-job")->energy_shared() == 4);
 }
 

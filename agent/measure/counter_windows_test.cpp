@@ -1,5 +1,5 @@
 // CounterWindows: the user-space collectors' start offsets and the probe windows, as exported.
-#include "agent/runs/counter_windows.h"
+#include "agent/measure/counter_windows.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "agent/runs/collector_backoff.h"
+#include "agent/measure/collector_backoff.h"
 
 #include <vector>
 

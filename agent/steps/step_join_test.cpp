@@ -1,7 +1,7 @@
 // StepJoin: ranks' iterations joined into steps, in order and out of order, with a lagging
 // rank, a crashed rank, ranks of different iteration counts, announced ranks never seen, and
 // ranks that do not synchronise.
-#include "agent/runs/step_join.h"
+#include "agent/steps/step_join.h"
 
 #include <doctest/doctest.h>
 

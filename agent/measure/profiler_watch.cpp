@@ -1,4 +1,4 @@
-#include "agent/runs/profiler_watch.h"
+#include "agent/measure/profiler_watch.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // See counter_windows.h.
-#include "agent/runs/counter_windows.h"
+#include "agent/measure/counter_windows.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,0 +1,29 @@
+// The straggler book as the step feeder's rank observer (agent/steps/step_feeder.h): the daemon
+// owns one, hands it to RunManager::steps().set_rank_observer(), and exports its Snapshot()
+// through StragglerFamilies. io_context thread only.
+#pragma once
+
+#include "agent/fleet/straggler_book.h"
+#include "agent/steps/step_feeder.h"
+
+namespace seqpoint::daemon::fleet {
+
+class StragglerObserver : public RankObserver {
+ public:
+  StragglerBook& book() { return book_; }
+  void OnRank(int64_t run_id, pid_t pid, int32_t rank) override {
+    book_.AddRank(run_id, static_cast<uint32_t>(pid), rank);
+  }
+  void OnRankIteration(int64_t run_id, const IterationEnd& e) override {
+    (void)run_id;
+    book_.OnIteration(static_cast<uint32_t>(e.pid), e.iter, e.tokens, e.begin_ns, e.end_ns);
+  }
+  void OnRankExit(pid_t pid) override { book_.RemovePid(static_cast<uint32_t>(pid)); }
+  void OnRunEnd(int64_t run_id) override { book_.EndRun(run_id); }
+  void OnCollectiveArrival(uint32_t pid, uint64_t ts_ns) override { book_.OnArrival(pid, ts_ns); }
+
+ private:
+  StragglerBook book_;
+};
+
+}  // namespace seqpoint::daemon::fleet

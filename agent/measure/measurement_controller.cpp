@@ -1,0 +1,129 @@
+// MeasurementController: opening, beginning and ending the collectors of a chosen iteration,
+// and the collectors' totals. Back-off: measurement_backoff.cpp; observer effect:
+// measurement_observer.cpp.
+#include "agent/measure/measurement_controller.h"
+
+#include <algorithm>
+
+#include "agent/runs/run_tracker.h"
+#include "common/clock.h"
+
+namespace seqpoint::daemon {
+
+MeasurementController::MeasurementController(ProcessRegistry* registry, CollectorSetFactory factory,
+                                             MeasureOptions options)
+    : registry_(registry),
+      factory_(std::move(factory)),
+      options_(std::move(options)),
+      backoff_(options_.profiler_hold_down_s * 1'000'000'000) {}
+
+bool MeasurementController::OpenCollectors(pid_t pid, Proc& proc, RunTracker& tracker) {
+  proc.collectors = std::make_unique<collectors::CollectorSet>();
+  const std::set<std::string>& dropped = tracker.dropped_collectors();
+  // Events the source counts at the probes are left out of the user-space collectors.
+  const std::vector<std::string> in_probes =
+      source_ != nullptr ? source_->ProbeCounterEvents(pid) : std::vector<std::string>{};
+  for (auto& c : factory_()) {
+    LeaveEventsToProbes(*c, in_probes);
+    if (!dropped.count(std::string(c->name()))) proc.collectors->Add(std::move(c));
+  }
+  proc.collectors->Open(collectors::Target{pid, ""});
+  for (const auto& st : proc.collectors->stats()) {
+    CollectorTotals& t = totals_[st.name];
+    t.state = std::string(collectors::CollectorStateName(st.state));
+    t.last_error = st.state == collectors::CollectorState::kFailed ? st.open_status.message() : "";
+  }
+  for (const auto& st : proc.collectors->stats()) {
+    if (collectors::IsCountersBusy(st.open_status)) {
+      NoteBusy(pid, proc, st.name, st.open_status);
+      return false;
+    }
+  }
+  return true;
+}
+
+void MeasurementController::StartCollectors(pid_t pid, Proc& proc, RunTracker& tracker,
+                                            uint64_t iter, uint32_t group) {
+  // A profiler holds the counters, or the node is paused: timed, no collector (the back-off
+  // closed them already).
+  if (backoff_.Blocks(pid, MonotonicNs())) return;
+  if (proc.rebuild && proc.collectors) {
+    proc.collectors->Close();
+    proc.collectors.reset();
+  }
+  proc.rebuild = false;
+  if (!proc.collectors && factory_ && !OpenCollectors(pid, proc, tracker)) return;
+  if (!proc.collectors) return;
+  const bool any_open =
+      std::any_of(proc.collectors->stats().begin(), proc.collectors->stats().end(),
+                  [](const auto& st) { return st.state == collectors::CollectorState::kOpen; });
+  if (any_open && Live()) {
+    windows_.UserSpaceStart(proc.begin_probe_ns, static_cast<uint64_t>(MonotonicNs()));
+  }
+  proc.collectors->Begin(group);
+  proc.measuring = iter;
+}
+
+MeasurementController::Measured MeasurementController::EndMeasurement(pid_t pid, Proc& proc) {
+  Measured out;
+  proc.measuring.reset();
+  if (!proc.collectors) return out;
+  auto readings = proc.collectors->End();
+  const auto& stats = proc.collectors->stats();
+  for (const collectors::CollectorReading& r : readings) {
+    CollectorTotals& t = totals_[r.collector];
+    for (const auto& st : stats) {
+      if (st.name == r.collector) t.cost_us += st.last_cost_us;
+    }
+    if (!r.status.ok()) {
+      ++t.failed;
+      t.last_error = r.status.message();
+      continue;
+    }
+    ++t.ok;
+    for (const collectors::Sample& s : r.samples) out.values.push_back(s);
+  }
+  // Which counter group each collector held (a failed one still ran its Begin): the observer
+  // effect is estimated per group.
+  for (const collectors::CollectorReading& r : readings) {
+    out.groups.push_back({r.collector, static_cast<uint32_t>(r.group)});
+  }
+  for (const collectors::CollectorReading& r : readings) {
+    if (collectors::IsCountersBusy(r.status)) {
+      NoteBusy(pid, proc, r.collector, r.status);
+      break;
+    }
+  }
+  return out;
+}
+
+void MeasurementController::DiscardUnfinished(pid_t pid, Proc& proc) {
+  if (proc.measuring) (void)EndMeasurement(pid, proc);
+}
+
+MeasurementController::Measured MeasurementController::EndIteration(pid_t pid, Proc& proc,
+                                                                    uint64_t iter, bool* measured) {
+  Measured m;
+  *measured = proc.measuring && *proc.measuring == iter;
+  if (*measured) m = EndMeasurement(pid, proc);
+  if (*measured && proc.probe_counters && proc.probe_counters->iter == iter) {
+    windows_.TakeProbeCounters(*proc.probe_counters, &m.values);
+  }
+  proc.probe_counters.reset();
+  return m;
+}
+
+void MeasurementController::CloseIfSpent(Proc& proc) {
+  if (!proc.collectors || proc.measuring) return;
+  proc.collectors->Close();
+  proc.collectors.reset();
+}
+
+void MeasurementController::ProcessExited(pid_t pid, Proc& proc) {
+  DiscardUnfinished(pid, proc);
+  if (proc.collectors) proc.collectors->Close();
+  proc.collectors.reset();
+  backoff_.Forget(pid);
+}
+
+}  // namespace seqpoint::daemon
