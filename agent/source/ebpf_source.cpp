@@ -354,7 +354,9 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     // Its begin came before the probe was attached (a restart, a late attach): its SL is not
     // known, so it is not an iteration to bin. The run counts its index as unobserved.
     if (e.flags & SP_FLAG_NO_BEGIN) return;
-    if (e.counter_mask != 0) {
+    // A window whose every counter the probes left out still reaches the manager: its flags
+    // are what seqpoint_collector_windows_total{where="probe_flagged"} counts.
+    if (e.counter_mask != 0 || e.counter_flags != 0) {
       if (const auto* events = probes_->CounterEvents(static_cast<int>(e.pid))) {
         sink_->OnIterationCounters(CountersOf(e, *events));
       }
