@@ -46,6 +46,11 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
       if (e.time_ns > 0) t.selector_.OnTime(ordinal, e.seq_len, e.batch, e.time_ns / n);
     }
   }
+  // A restored run with a history is past its first poll batch: from here an end-only iteration
+  // is "cannot measure", as it is in an uninterrupted run once begins arrive. (A run that never
+  // saw a begin before the restart takes no more time-only SeqPoints after it: both decisions
+  // are logged, so the replay of what was decided is exact either way.)
+  t.begins_seen_ = snapshot.run.iterations > 0 || !checkpoint.empty();
   t.new_log_.clear();
   t.tail_log_.clear();
   t.first_iter_.clear();     // the replayed first iterations were judged before the restart

@@ -257,7 +257,8 @@ class RunTracker {
   uint64_t next_ordinal_ = 0;
   std::map<uint64_t, std::pair<pid_t, uint64_t>> sample_ids_;  // chosen ordinal -> (pid, iter)
   std::map<std::pair<pid_t, uint64_t>, Pending> pending_;
-  // A begin has reached Decide() since this tracker was made (created or restored). Until one
+  // A begin has reached Decide() since this tracker was created (a restored run with a history
+  // counts as having seen one: Restore). Until one
   // has, the hooks never reached the run in time (a short run read after it ended, or the first
   // poll batch): a timed iteration fed end-only may still be chosen, for its time alone. After
   // one has, an end-only iteration is a lost candidate ("cannot measure") and its bin's want
