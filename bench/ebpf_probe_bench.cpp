@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "probes/iteration_probes.h"
-#include "probes/proc_reader.h"
+#include "probes/discovery/proc_reader.h"
 #include "probes/testing/child_process.h"
 #include "probes/tool/trace_output.h"
 #include "seqpoint/usdt.h"

@@ -18,6 +18,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SEQPOINT_BUILD:-$root/build}"
 seqpointd="${SEQPOINTD:-$build/agent/daemon/seqpointd}"
 workload="$build/probes/testing/usdt_workload"
+# probes/ may be split into subfolders: the test workload is wherever the build put it.
+[ -x "$workload" ] || workload="$(find "$build/probes" -name usdt_workload -type f -perm -u+x 2>/dev/null | head -n1)"
 [ "$(id -u)" -eq 0 ] || { echo "idle_watch.sh: needs root (eBPF probes)" >&2; exit 77; }
 for b in "$seqpointd" "$workload"; do
   [ -x "$b" ] || { echo "idle_watch.sh: no $b: build seqpointd and usdt_workload" >&2; exit 1; }

@@ -302,6 +302,8 @@ def pct(a, b):
 def projection_cell(p, actual):
     if not p:
         return "-"
+    if p.get("left_out"):  # the daemon flagged it and left the value out
+        return "left out (%s)" % p["left_out"]
     hi = p.get("high")
     unbounded = hi is None or p.get("bounded") is False
     hi = float("inf") if hi is None else hi
@@ -333,6 +335,7 @@ def analyse(name, rows, stored, run, show, probe_flagged, steal):
         "probe_flagged": probe_flagged,
         "w1": sum(e <= 1 for e in errs), "w3": sum(e <= 3 for e in errs),
         "worst": errs[-1] if errs else float("nan"),
+        "errs": errs,
         "unobserved": (run or {}).get("unobserved", "?"),
         "tc": projection_cell(proj.get("perf:task-clock"), cpu_total),
         "time": projection_cell(proj.get("time_ns"), wall_total),
@@ -383,6 +386,12 @@ def print_total(results):
         tot["iterations"], tot["measured"], tot["controls"], share(tot["flagged"], tot["counted"]),
         tot["unsure"],
         share(tot["w1"], tot["with_tc"]), share(tot["w3"], tot["with_tc"]), worst))
+    errs = sorted(e for r in results for e in r["errs"])
+    if errs:
+        q = lambda f: errs[min(len(errs) - 1, int(f * (len(errs) - 1) + 0.5))]
+        print("task-clock |difference| from the workload's own reading over %d iterations: "
+              "median %.3f%%, 90th percentile %.3f%%, 99th %.3f%%, max %.3f%%" % (
+                  len(errs), q(0.5), q(0.9), q(0.99), errs[-1]))
 
 
 def main():

@@ -90,6 +90,7 @@ void CollectorSet::Open(const Target& target) {
   for (size_t i = 0; i < entries_.size(); ++i) {
     Collector& c = *entries_[i].collector;
     CollectorStats& st = stats_[i];
+    entries_[i].begun = false;
     Status s = Guarded(st.name, "Open", [&] { return c.Open(target); });
     st.open_status = s;
     if (s.ok()) {
@@ -115,15 +116,38 @@ void CollectorSet::Begin(uint64_t visit) {
       return e.collector->Begin();
     });
     e.begin_cost_us = NowUs() - t0;
+    e.begun = true;
   }
 }
 
 std::vector<CollectorReading> CollectorSet::End() {
+  return EndSome([](std::string_view) { return true; }, /*begun_only=*/false);
+}
+
+std::vector<CollectorReading> CollectorSet::End(
+    const std::function<bool(std::string_view)>& which) {
+  return EndSome(which, /*begun_only=*/true);
+}
+
+bool CollectorSet::Measuring(const std::function<bool(std::string_view)>& which) const {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (stats_[i].state == CollectorState::kOpen && entries_[i].begun && which(stats_[i].name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<CollectorReading> CollectorSet::EndSome(
+    const std::function<bool(std::string_view)>& which, bool begun_only) {
   std::vector<CollectorReading> readings;
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     CollectorStats& st = stats_[i];
-    if (st.state != CollectorState::kOpen) continue;
+    if (st.state != CollectorState::kOpen || !which(st.name)) continue;
+    // Ended already (a GPU collector ended apart from the others): no second reading.
+    if (begun_only && !e.begun) continue;
+    e.begun = false;
     CollectorReading r;
     r.collector = st.name;
     r.group = e.collector->current_group();

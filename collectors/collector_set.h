@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,12 @@ class CollectorSet {
   void Begin(uint64_t visit = 0);
   // Ends the measurement started by Begin(): one reading per open collector.
   std::vector<CollectorReading> End();
+  // Ends only the collectors `which` selects (by name), leaving the others measuring: the GPU
+  // collectors of a window that closes at the process's next CUDA sync end later than the CPU
+  // ones (collectors/gpu/sync_window.h). A collector already ended gives no reading.
+  std::vector<CollectorReading> End(const std::function<bool(std::string_view)>& which);
+  // Whether a collector `which` selects was begun and not ended yet.
+  bool Measuring(const std::function<bool(std::string_view)>& which) const;
   void Close();
 
   const std::vector<CollectorStats>& stats() const { return stats_; }
@@ -72,7 +79,10 @@ class CollectorSet {
     std::unique_ptr<Collector> collector;
     Status begin_status;
     double begin_cost_us = 0;
+    bool begun = false;  // Begin() ran and End() has not yet
   };
+  std::vector<CollectorReading> EndSome(const std::function<bool(std::string_view)>& which,
+                                        bool begun_only);
   std::vector<Entry> entries_;
   std::vector<CollectorStats> stats_;  // parallel to entries_
 };

@@ -111,7 +111,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, SP_MAX_COUNTER_THREADS);
-  __type(key, __u32); /* tid */
+  __type(key, __u64); /* the thread's task_struct address (sp_counter_thread) */
   __type(value, struct sp_counter_thread);
 } counter_threads SEC(".maps");
 
@@ -301,7 +301,7 @@ int BPF_USDT(sp_usdt_begin, __u64 iter, __u32 seq_len, __u32 batch, __u64 tokens
                          .flags = flags};
     submit(&e, true, ps);
     /* After the wakeup it forces: that cost is the agent's, not the iteration's. */
-    counters_begin(pid, tid, iter);
+    counters_begin(pid, iter);
   }
   return 0;
 }
@@ -331,7 +331,7 @@ int BPF_USDT(sp_usdt_end, __u64 iter) {
   if (bpf_map_delete_elem(&inflight, &key) == 0 && ps) __sync_fetch_and_add(&ps->open, -1);
   struct sp_thread_open* open = bpf_map_lookup_elem(&thread_open, &tid);
   if (open && open->pid == pid && open->iter == iter) bpf_map_delete_elem(&thread_open, &tid);
-  if (e.flags & SP_FLAG_HOOKED) counters_end(pid, tid, iter, &e);
+  if (e.flags & SP_FLAG_HOOKED) counters_end(pid, iter, &e);
   submit(&e, e.flags & SP_FLAG_HOOKED, ps);
   return 0;
 }
@@ -393,7 +393,7 @@ static __always_inline void add_sl(__u32 pid, __u32 tid, __u32 probe, struct sp_
                            .flags = SP_FLAG_HOOKED | SP_FLAG_ZERO_CODE,
                            .probe = probe + 1};
       submit(&e, true, ps);
-      counters_begin(pid, tid, st->iter);
+      counters_begin(pid, st->iter);
     }
   } else if (cfg->reduce == SP_REDUCE_MAX) {
     if (seq_len > st->seq_len) st->seq_len = seq_len;
@@ -501,7 +501,7 @@ int sp_boundary(struct pt_regs* ctx) {
                        .kind = SP_EVENT_END,
                        .flags = flags,
                        .probe = probe + 1};
-  if (flags & SP_FLAG_HOOKED) counters_end(pid, tid, st->iter, &e);
+  if (flags & SP_FLAG_HOOKED) counters_end(pid, st->iter, &e);
   st->iter += 1;
   st->begin_ns = now;
   st->calls = 0;

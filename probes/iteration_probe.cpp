@@ -1,5 +1,6 @@
 // See iteration_probe_skeleton.h.
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +58,32 @@ std::string CountersWhyNot() {
 // (registered pids, wanted hooks, hook_mode in .bss). The others stay private to each daemon's
 // programs, which keep their own: libbpf's USDT argument specs (a fresh daemon numbers specs from
 // 0 again), the zero-code table (its slots are each daemon's), .rodata and the counter maps.
+// Where KVM's per-CPU steal record (`steal_time`) lies relative to the same CPU's run queue
+// (`runqueues`): both are per-CPU variables, at their offsets in the per-CPU area that vmlinux BTF
+// gives (its .data..percpu section). 0 when either is missing (no KVM guest support, no BTF): the
+// counter path then reads steal from the run queue's copy (probe_counters.bpf.h).
+uint64_t StealTimeFromRunQueue() {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr) return 0;
+  int64_t steal = -1, rq = -1;
+  const int n = static_cast<int>(btf__type_cnt(vmlinux));
+  for (int id = 1; id < n && (steal < 0 || rq < 0); ++id) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    if (!btf_is_datasec(t)) continue;
+    const char* name = btf__name_by_offset(vmlinux, t->name_off);
+    if (name == nullptr || std::strcmp(name, ".data..percpu") != 0) continue;
+    const btf_var_secinfo* v = btf_var_secinfos(t);
+    for (int i = 0; i < btf_vlen(t); ++i, ++v) {
+      const char* var = btf__name_by_offset(vmlinux, btf__type_by_id(vmlinux, v->type)->name_off);
+      if (var == nullptr) continue;
+      if (std::strcmp(var, "steal_time") == 0) steal = v->offset;
+      if (std::strcmp(var, "runqueues") == 0) rq = v->offset;
+    }
+  }
+  btf__free(vmlinux);
+  return steal < 0 || rq < 0 ? 0 : static_cast<uint64_t>(steal - rq);
+}
+
 Status PinSharedMaps(iteration_probe_bpf* skel, const std::string& dir) {
   const std::pair<bpf_map*, const char*> shared[] = {
       {skel->maps.events, "events"},
@@ -132,6 +159,7 @@ Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
   const int cpus = libbpf_num_possible_cpus();
   const bool loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
   raw->rodata->steal_cpus = cpus <= 0 || !loop ? 0u : std::min<uint32_t>(cpus, SP_MAX_CPUS);
+  raw->rodata->steal_time_off = self->counters_why_not_.empty() ? StealTimeFromRunQueue() : 0;
   if (!self->counters_why_not_.empty()) {
     bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
     bpf_program__set_autoload(raw->progs.sp_cnt_exec, false);

@@ -81,6 +81,14 @@ enum sp_counter_flag {
  * beyond them is counted by wall time, as before. */
 #define SP_MAX_CPUS 1024
 
+/* How a snapshot read the steal time of the CPUs its process's threads were on. */
+enum sp_steal_how {
+  SP_STEAL_STALE = 1u << 0,     /* some CPU's steal as of its last tick or switch (the run
+                                   queue's copy): the steal of the last tick is not seen yet */
+  SP_STEAL_PREEMPTED = 1u << 1, /* a CPU running a thread of the process was preempted by the
+                                   hypervisor at the probe: its steal since is not published */
+};
+
 /* The plausibility guard, shared by the probes and the user side (and its tests): whether a
  * counter delta from `begin` to `end` of kind `kind`, over `wall_ns` of wall time in a process
  * whose threads may use `cpus` CPUs, is one a process could produce. Counts never go back; time
@@ -232,8 +240,12 @@ SP_STATIC_ASSERT(sizeof(struct sp_zero_code_state) == 32, "sp_zero_code_state la
 #define SP_COOKIE_ROLE_GATE (1u << 9)
 #define SP_COOKIE_PROBE_MASK 0xffu
 
-/* A thread of a counted process, as the scheduler hook last saw it. Written only by the hook
- * on the thread's own CPU, and once by the seeding iterator when the process is armed. */
+/* A thread of a counted process, as the scheduler hook last saw it (counter_threads, keyed by
+ * the thread's task_struct address, not its tid: an exec from a thread other than the leader
+ * swaps the tids of the exec'ing thread and the dying leader (fs/exec.c de_thread,
+ * exchange_tids) long before the exec tracepoint fires, and either may switch out or in under
+ * its new tid meanwhile; a task's address stays its own until it is freed). Written only by the
+ * hook on the thread's own CPU, and once by the seeding iterator when the process is armed. */
 enum sp_thread_state {
   SP_THREAD_OFF = 0, /* off a CPU; its counts up to its last switch-out are banked */
   SP_THREAD_ON = 1,  /* on a CPU since in_ns */
@@ -242,8 +254,9 @@ struct sp_counter_thread {
   __u32 pid;
   __u32 state;      /* enum sp_thread_state */
   __u64 in_ns;      /* switch-in time (SP_THREAD_ON) */
-  __u64 runtime_in; /* its se.sum_exec_runtime at switch-in; 0: seeded on a CPU, not known */
-  __u64 min_flt;    /* its fault counts at switch-in */
+  __u64 runtime_in; /* its se.sum_exec_runtime at switch-in (ON) or when last banked (OFF);
+                       0: seeded on a CPU, not known */
+  __u64 min_flt;    /* its fault counts at switch-in (ON) or when last banked (OFF) */
   __u64 maj_flt;
   __u64 migrations; /* its se.nr_migrations when last banked */
   __u64 steal_in;   /* its CPU's steal time at switch-in (rq->prev_steal_time_rq; 0: none) */
@@ -255,10 +268,11 @@ SP_STATIC_ASSERT(sizeof(struct sp_counter_thread) == 56, "sp_counter_thread layo
  * through `rq`. tgid 0: none. */
 struct sp_cpu_run {
   __u32 tgid;
-  __u32 tid;
-  __u64 rq; /* the CPU's struct rq, a kernel address read with bpf_probe_read_kernel */
+  __u32 pad;
+  __u64 task; /* the thread's task_struct address: its counter_threads key */
+  __u64 rq;   /* the CPU's struct rq, a kernel address read with bpf_probe_read_kernel */
 };
-SP_STATIC_ASSERT(sizeof(struct sp_cpu_run) == 16, "sp_cpu_run layout");
+SP_STATIC_ASSERT(sizeof(struct sp_cpu_run) == 24, "sp_cpu_run layout");
 
 /* The values the probes snapshot for a process: each counter kind is one of these. */
 struct sp_counter_totals {
@@ -282,12 +296,15 @@ struct sp_counter_proc {
   __u64 running;  /* threads SP_THREAD_ON */
   __u64 in_sum;   /* sum of their in_ns */
   struct sp_counter_totals banked;
-  __u64 unknown_runs; /* switch-outs of runs whose switch-in was not seen */
+  __u64 unknown_runs; /* runs the hook could not bank: they flag the windows they fall in */
   __u64 untracked;    /* threads with no record: the thread table was full */
   __u64 execs;        /* exec calls */
   __u64 snapshot_retries; /* snapshots retried because the hook was writing */
+  __u64 unseen_runs;  /* runs whose switch-in the tracepoint never reported, banked exactly at
+                         their switch-out from the scheduler's runtime (not flagged: a probe
+                         inside one sees it on its CPU and flags its windows) */
 };
-SP_STATIC_ASSERT(sizeof(struct sp_counter_proc) == 120, "sp_counter_proc layout");
+SP_STATIC_ASSERT(sizeof(struct sp_counter_proc) == 128, "sp_counter_proc layout");
 
 /* The process's snapshot at the begin of a hooked iteration, keyed like `inflight`. */
 struct sp_counter_begin {
@@ -298,7 +315,7 @@ struct sp_counter_begin {
   __u64 execs;
   __u64 steal_ns; /* steal subtracted from values.on_cpu_ns at begin */
   __u32 flags; /* enum sp_counter_flag seen at begin */
-  __u32 pad;
+  __u32 steal_how; /* enum sp_steal_how of the begin snapshot */
 };
 SP_STATIC_ASSERT(sizeof(struct sp_counter_begin) == 88, "sp_counter_begin layout");
 

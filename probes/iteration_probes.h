@@ -45,7 +45,7 @@
 #include "probes/probe_pins.h"
 #include "probes/ring_reader.h"
 #include "probes/probe_counters.h"
-#include "probes/target_finder.h"
+#include "probes/discovery/target_finder.h"
 #include "probes/zero_code_probe.h"
 #include "common/status.h"
 

@@ -99,18 +99,18 @@ Status ProbeCounters::Arm(int pid, const std::vector<ProbeCounterEvent>& events)
 
 void ProbeCounters::ForgetThreads(int pid) {
   const int fd = skel_->counter_threads_fd();
-  std::vector<uint32_t> tids;
-  uint32_t key = 0, next = 0;
-  const uint32_t* prev = nullptr;
+  std::vector<uint64_t> tasks;  // keyed by task_struct address (iteration_probe.h)
+  uint64_t key = 0, next = 0;
+  const uint64_t* prev = nullptr;
   sp_counter_thread t{};
   while (bpf_map_get_next_key(fd, prev, &next) == 0) {
     if (bpf_map_lookup_elem(fd, &next, &t) == 0 && t.pid == static_cast<uint32_t>(pid)) {
-      tids.push_back(next);
+      tasks.push_back(next);
     }
     key = next;
     prev = &key;
   }
-  for (uint32_t tid : tids) bpf_map_delete_elem(fd, &tid);
+  for (uint64_t task : tasks) bpf_map_delete_elem(fd, &task);
 }
 
 void ProbeCounters::ForgetBegins(int pid) {
@@ -161,6 +161,7 @@ ProbeCounterProcStats ProbeCounters::StatsOf(int pid) const {
   s.untracked = state.untracked;
   s.execs = state.execs;
   s.snapshot_retries = state.snapshot_retries;
+  s.unseen_runs = state.unseen_runs;
   return s;
 }
 

@@ -50,6 +50,8 @@ struct ProbeCounterProcStats {
   uint64_t untracked = 0;         // threads left out: the thread table was full (BPF side)
   uint64_t execs = 0;             // exec calls seen (BPF side)
   uint64_t snapshot_retries = 0;  // probe snapshots retried while the hook wrote (BPF side)
+  uint64_t unseen_runs = 0;       // runs the tracepoint never reported switching in, banked
+                                  // exactly from the scheduler's runtime (BPF side)
 };
 
 // The counter kind (enum sp_counter_kind) of a perf software event, or 0 when the probes cannot

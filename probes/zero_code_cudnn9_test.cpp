@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "probes/elf_file.h"
+#include "probes/discovery/elf_file.h"
 #include "probes/iteration_probes.h"
 #include "probes/testing/child_process.h"
 #include "probes/testing/collecting_sink.h"

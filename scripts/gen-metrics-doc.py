@@ -20,6 +20,7 @@ UPLOADED = {
     "seqpoint_run_measured_iterations_total", "seqpoint_run_observer_effect_ratio",
     "seqpoint_run_observer_effect_ratio_low", "seqpoint_run_observer_effect_ratio_high",
     "seqpoint_run_observer_effect_flagged", "seqpoint_run_projection_perturbed",
+    "seqpoint_run_projection_left_out",
     "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
     "seqpoint_run_projection_unobserved", "seqpoint_run_unobserved_iterations_total",
     # Gauges as gauges: time-weighted means and peaks (selector/whole_run_estimator.h).

@@ -17,7 +17,19 @@ constexpr double kCv2Floor = 1e-6;
 // What nothing measured stands on (a bin beyond every sampled cost, first occurrences none of
 // which was measured) is given its own size as standard error.
 constexpr double kUnknownCv2 = 1.0;
+// The jackknife in time cuts the samples into this many contiguous groups; a run with fewer
+// samples leaves one out at a time (from 3 samples on). A short run is where a lone sample
+// stands for a whole stratum, and only leaving it out shows how much rests on it: live runs of
+// 150 iterations missed their intervals by +48% and +19% with the 10-group jackknife waiting
+// for 20 samples (docs/estimators.md, bench/interval_coverage.py --live).
 constexpr size_t kJackknifeGroups = 10;
+constexpr size_t kMinJackknifeGroups = 3;
+// Residuals within cells alone set the noise only from this many degrees of freedom on. The
+// selector takes a cell's samples close together in time (a budget slot opens, the next
+// iterations of the bin are taken), so a few within-cell pairs see the noise between
+// neighbouring iterations, not the drift across the stratum they stand for; below this the
+// model's residuals are pooled in, and the larger of the two is kept.
+constexpr double kTrustedWithinDof = 10;
 
 struct Obs {
   double a = 0, y = 0, cost = 0;
@@ -47,6 +59,7 @@ struct MetricData {
   // reading), not the value per iteration: the cost model then fits y / a, so a bin with no
   // sample takes the rate its cost predicts, not a value over a time it was never measured at.
   bool per_aux = false;
+  size_t groups = 0;  // jackknife groups the samples were cut into
 };
 
 MetricData File(const ProjectionFrame::Impl& f, bool windows,
@@ -75,6 +88,7 @@ MetricData File(const ProjectionFrame::Impl& f, bool windows,
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return samples[a].ordinal < samples[b].ordinal; });
   std::unordered_map<uint64_t, size_t> orphans;
+  m.groups = std::min(kJackknifeGroups, order.size());
   for (size_t r = 0; r < order.size(); ++r) {
     const StrataSample& s = samples[order[r]];
     const double a = aux == Auxiliary::kTime ? s.time : s.cost;
@@ -82,7 +96,7 @@ MetricData File(const ProjectionFrame::Impl& f, bool windows,
     uint32_t h = f.strata->StratumOf(s.ordinal);
     if (h >= f.window_of.size()) continue;
     if (windows) h = f.window_of[h];
-    const Obs o{a, s.value, s.cost, static_cast<uint32_t>(r * kJackknifeGroups / order.size())};
+    const Obs o{a, s.value, s.cost, static_cast<uint32_t>(r * m.groups / order.size())};
     const uint32_t b = f.bins.Of(s.seq_len);
     if (auto fo = f.first_ordinal.find(s.seq_len);
         fo != f.first_ordinal.end() && fo->second == s.ordinal) {
@@ -239,11 +253,12 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
                         1;
   const double dof_m = std::max(0.0, n_m - std::max(1.0, params));
   double cv2 = kUnknownCv2, dof = 0;
-  if (dof_w >= kMinBoundedDof) {
+  if (dof_w >= kTrustedWithinDof) {
     cv2 = ss_w / dof_w;
     dof = dof_w;
   } else if (dof_w + dof_m > 0) {
     cv2 = (ss_w + ss_m) / (dof_w + dof_m);  // the model's residuals hold its misfit too
+    if (dof_w > 0) cv2 = std::max(cv2, ss_w / dof_w);
     dof = dof_w + dof_m;
   }
   cv2 = std::max(cv2, kCv2Floor);
@@ -378,18 +393,19 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
   return out;
 }
 
-// The interval widened to the delete-a-group jackknife's (10 groups contiguous in time): drift
-// inside a stratum, a detector's delay and heavy tails show there, not in the model.
+// The interval widened to the delete-a-group jackknife's (groups contiguous in time): drift
+// inside a stratum, a detector's delay, heavy tails and a lone sample standing for a stratum
+// show there, not in the model.
 template <typename Pred>
-void Widen(const MetricData& m, Pred in, size_t n_samples, MetricProjection* p) {
-  if (n_samples < 2 * kJackknifeGroups) return;
+void Widen(const MetricData& m, Pred in, MetricProjection* p) {
+  if (m.groups < kMinJackknifeGroups) return;
   std::vector<double> theta;
-  for (size_t g = 0; g < kJackknifeGroups; ++g)
+  for (size_t g = 0; g < m.groups; ++g)
     theta.push_back(Project(m, in, static_cast<int>(g)).p.total);
   double mean = 0, ss = 0;
   for (double t : theta) mean += t / static_cast<double>(theta.size());
   for (double t : theta) ss += (t - mean) * (t - mean);
-  const double G = static_cast<double>(kJackknifeGroups);
+  const double G = static_cast<double>(m.groups);
   const double jk_half = TQuantile95(G - 1) * std::sqrt(ss * (G - 1) / G);
   if (jk_half > (p->high - p->low) / 2) {
     p->low = p->total - jk_half;
@@ -428,8 +444,8 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
   out.steady = Project(m, steady, -1).p;
   if (out.whole.samples == 0)
     return InvalidArgument("no measured iteration has a usable time or cost");
-  Widen(m, whole, out.whole.samples, &out.whole);
-  Widen(m, steady, out.whole.samples, &out.steady);
+  Widen(m, whole, &out.whole);
+  Widen(m, steady, &out.steady);
   // A counter against time assumes time is work. Where time also holds waiting (a process
   // sharing the CPU steals slices from some iterations), the same samples against the cost
   // proxy tell another story: the two estimates' distance is model uncertainty the interval
@@ -445,7 +461,7 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
   } else {
     const MetricData win = File(f, true, samples, aux);
     out.independent = Project(win, whole, -1).p;
-    Widen(win, whole, out.independent.samples, &out.independent);
+    Widen(win, whole, &out.independent);
     out.independent_strata = f.windows.with_iterations;
   }
   // Event-like metrics (page faults when a longer SL first arrives): too few events, or one

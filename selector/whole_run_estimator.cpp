@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "selector/projection.h"
 #include "selector/projection_frame.h"
@@ -187,6 +188,15 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
   return out;
 }
 
+std::string UnreliableDetail(const WholeRunSelfCheck& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "its self-check missed: projected %+.1f%% from the total measured on every "
+                "iteration, outside its 95%% interval",
+                100 * c.error);
+  return buf;
+}
+
 }  // namespace
 
 bool IsCheapMetric(const std::string& metric) {
@@ -294,6 +304,13 @@ WholeRunEstimate EstimateWholeRun(const WholeRunInput& in) {
       // Per iteration that has the metric: iterations in flight, without a begin timestamp
       // or without energy do not count as error.
       SettleSelfCheck(c, static_cast<double>(a->second.count) / static_cast<double>(observed));
+      // The one projection whose truth the agent knows: one that misses its own interval is a
+      // promise already broken, whatever the cause (a stratum standing on one unrepresentative
+      // sample, drift between the samples): flagged and left out, never printed.
+      if (!c.within_interval) {
+        p->unreliable = kUnreliableSelfCheck;
+        p->unreliable_detail = UnreliableDetail(c);
+      }
       out.self_checks.push_back(std::move(c));
     }
     // The self-checks compare like with like (the observed iterations); the whole-run total

@@ -97,6 +97,10 @@ struct WholeRunProjection {
   double peak = std::numeric_limits<double>::quiet_NaN();  // gauges: the highest measured
   std::vector<BinMean> bins;                               // gauges: per SL bin
   uint32_t strata = 0, borrowed = 0;  // time strata with iterations; of them, without samples
+  // Why the agent cannot stand behind this projection's interval (empty: it can): a short
+  // code from a bounded set (kUnreliableSelfCheck) and the sentence `show` prints. Such a
+  // projection is flagged and left out of /metrics and uploads, never printed as a value.
+  std::string unreliable, unreliable_detail;
 };
 
 // Projected against actual for a metric known on every iteration. Two checks: on the run's
@@ -119,6 +123,10 @@ struct WholeRunEstimate {
   std::vector<WholeRunProjection> projections;  // by metric name
   std::vector<WholeRunSelfCheck> self_checks;   // time first, then energy
 };
+
+// A cheap metric's projection that misses the total measured on every iteration by more than
+// its own 95% interval allows.
+inline constexpr const char* kUnreliableSelfCheck = "self_check_missed";
 
 // The cheap metrics: known on every iteration, projected against the cost proxy, corrected
 // for the observer effect, self-checked.

@@ -219,6 +219,12 @@ void PrintProjections(const json& show) {
   std::printf("  %-22s %12s %27s %12s %8s\n", "metric", "projected", "interval", "actual", "error");
   for (const auto& [metric, p] : show["projections"].items()) {
     std::string unit = p["unit"];
+    if (p.contains("left_out")) {  // flagged: the reason, never the value
+      std::printf("  %-22s %12s %27s %12s %8s\n  %-22s left out: %s\n", metric.c_str(), "-", "-",
+                  Value(D(p["actual"]), unit).c_str(), "-", "",
+                  p.value("left_out_detail", p["left_out"].get<std::string>()).c_str());
+      continue;
+    }
     const bool bounded = p.value("bounded", true);
     // An unbounded metric: the samples saw too few events to say how many were missed.
     std::string interval = "[" + Value(D(p["low"]), unit) + ", " +
@@ -371,6 +377,21 @@ void RenderStatus(const json& s) {
                 static_cast<unsigned long long>(c["failed"].get<uint64_t>()),
                 D(c["cost_us"]) / 1000, c["last_error"].get<std::string>().empty() ? "" : ": ",
                 c["last_error"].get<std::string>().c_str());
+  }
+  if (s.contains("gpu_windows") && s["gpu_windows"].is_object()) {
+    const json& g = s["gpu_windows"];
+    const auto n = [&](const char* k) { return g.value(k, uint64_t{0}); };
+    const uint64_t kept = n("closed_at_end") + n("closed_at_sync");
+    const uint64_t out = n("not_closed") + n("no_sync_probe") + n("cut_short") + n("no_iteration");
+    if (kept + out > 0) {
+      std::printf("  gpu windows %llu closed by a sync (%llu at the end, %llu at the next sync, "
+                  "lag max %.1f ms), %llu left out%s%s\n",
+                  static_cast<unsigned long long>(kept),
+                  static_cast<unsigned long long>(n("closed_at_end")),
+                  static_cast<unsigned long long>(n("closed_at_sync")), D(g["lag_ms_max"]),
+                  static_cast<unsigned long long>(out), out > 0 ? ": last " : "",
+                  out > 0 ? g.value("last_flag", std::string()).c_str() : "");
+    }
   }
   PrintBackoffs(s);
   if (s.contains("energy") && s["energy"]["source"].is_string()) {

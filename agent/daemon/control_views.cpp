@@ -208,6 +208,17 @@ json SnapshotJson(const RunSnapshot& s, const std::vector<SelfCheck>& checks) {
                           {"bins", bins}};
       continue;
     }
+    if (!p.left_out.empty()) {  // flagged and left out: why, and the truth where it is known
+      proj[p.metric] = {{"unit", p.unit},
+                        {"left_out", p.left_out},
+                        {"left_out_detail", p.left_out_detail},
+                        {"total", nullptr},
+                        {"low", nullptr},
+                        {"high", nullptr},
+                        {"actual", Num(p.actual)},
+                        {"measured", p.measured}};
+      continue;
+    }
     proj[p.metric] = {{"unit", p.unit},
                       {"total", Num(p.total)},
                       {"low", Num(p.low)},
@@ -321,6 +332,7 @@ json Daemon::StatusJson() {
     json attached = json::array();  // how each process is probed (zero-code: what it covers)
     for (const AttachedProcess& a : source_->Attached()) attached.push_back(AttachedJson(a));
     j["source"]["attached"] = attached;
+    if (loop_latency_) j["source"]["loop_latency"] = loop_latency_->Json();
   } else {
     j["source"] = nullptr;
     j["source_error"] = source_error_;
@@ -343,6 +355,17 @@ json Daemon::StatusJson() {
     cols.push_back(std::move(c));
   }
   j["collectors"] = cols;
+  // Measured windows' GPU values: kept when a CUDA/HIP sync closed the window, else left out
+  // (agent/measure/measurement_gpu_sync.cpp).
+  const GpuWindowCounts& gw = runs_->counter_windows().gpu();
+  j["gpu_windows"] = {{"closed_at_end", gw.closed_at_end},
+                      {"closed_at_sync", gw.closed_at_sync},
+                      {"not_closed", gw.not_closed},
+                      {"no_sync_probe", gw.no_sync_probe},
+                      {"cut_short", gw.cut_short},
+                      {"no_iteration", gw.no_iteration},
+                      {"lag_ms_max", static_cast<double>(gw.lag_ns_max) * 1e-6},
+                      {"last_flag", gw.last_flag}};
   j["collectors_paused"] = PauseJson();
   j["collectors_backed_off"] = BackoffsJson(runs_->backoff().active());
   if (energy_) {

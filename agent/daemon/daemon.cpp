@@ -199,7 +199,10 @@ Status Daemon::StartParts() {
   if (std::string pmu = collectors::PrepareHardwareEvents(config_.collectors.perf); !pmu.empty()) {
     SEQPOINT_LOG(kInfo, pmu);
   }
-  if (source_) SEQPOINT_RETURN_IF_ERROR(source_->Start(runs_.get()));
+  if (source_) {
+    loop_latency_ = std::make_unique<LoopLatencySink>(runs_.get(), source_->pids_are_live());
+    SEQPOINT_RETURN_IF_ERROR(source_->Start(loop_latency_.get()));
+  }
   if (uploader_) uploader_->Start();
 
   // The source asks for an early save when what it delivered and keeps until saved piles up

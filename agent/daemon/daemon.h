@@ -21,6 +21,7 @@
 #include "agent/fleet/straggler_observer.h"
 #include "agent/config/config.h"
 #include "agent/control/control_server.h"
+#include "agent/daemon/loop_latency.h"
 #include "agent/daemon/systemd_notify.h"
 #include "agent/energy/energy_sampler.h"
 #include "agent/metrics/metric_family.h"
@@ -78,6 +79,8 @@ class Daemon {
   RunManager& runs() { return *runs_; }
   Store& store() { return *store_; }
   IterationSource* source() { return source_.get(); }
+  // The loop latency of the source's events (null without a source).
+  const LoopLatencySink* loop_latency() const { return loop_latency_.get(); }
   Uploader* uploader() { return uploader_.get(); }
   EnergySampler* energy_sampler() { return energy_.get(); }
 
@@ -140,6 +143,7 @@ class Daemon {
   std::unique_ptr<RunManager> runs_;
   fleet::StragglerObserver stragglers_;  // the ranks of data-parallel runs (agent/fleet)
   std::unique_ptr<IterationSource> source_;
+  std::unique_ptr<LoopLatencySink> loop_latency_;  // between source_ and runs_: times each event
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<Uploader> uploader_;

@@ -61,6 +61,11 @@ StepVerdict JudgeStep(uint64_t iter, const std::vector<RankArrival>& ranks,
 void StragglerJoin::AddRank(uint32_t pid, int32_t rank) { ranks_[pid].rank = rank; }
 
 void StragglerJoin::RemoveRank(uint32_t pid) {
+  if (auto it = ranks_.find(pid); it != ranks_.end()) {
+    const int32_t id = it->second.rank >= 0 ? it->second.rank : -static_cast<int32_t>(pid);
+    slow_.Forget(id);
+    counts_.slow.erase(id);
+  }
   ranks_.erase(pid);
   for (auto& [iter, step] : open_) step.erase(pid);
 }
@@ -122,13 +127,18 @@ std::vector<StepVerdict> StragglerJoin::Settle(uint64_t now_ns) {
     }
     if (all) {
       std::vector<RankArrival> arrivals;
+      std::vector<RankCompute> compute;
       bool matched = true;
       for (const auto& [pid, a] : step) {
         matched = matched && a.arrival_ns != 0;
         arrivals.push_back(a);
+        const int32_t id = a.rank >= 0 ? a.rank : -static_cast<int32_t>(pid);
+        compute.push_back({id, a.tokens, a.arrival_ns > a.begin_ns ? a.arrival_ns - a.begin_ns : 0});
       }
       if (matched) {
         out.push_back(JudgeStep(it->first, arrivals, options_));
+        out.back().slow_raised = slow_.Step(it->first, compute);
+        counts_.slow = slow_.ranks();
         Count(out.back());
       } else {
         ++counts_.incomplete;

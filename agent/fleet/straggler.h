@@ -5,7 +5,8 @@
 // Why arrivals: under synchronous data parallelism every rank's step lasts as long as the
 // slowest's (each waits in the all-reduce), so step times name no one; the slow rank is the one
 // that arrives at the collective last and waits least. Arrivals come from the collective probes
-// (probes/collective_probes.h), iterations (SL, tokens, begin, end) from the iteration probes;
+// (probes/collectives/collective_probes.h), iterations (SL, tokens, begin, end) from the
+// iteration probes;
 // both are CLOCK_MONOTONIC, so ranks on one node compare directly. Ranks on other nodes are
 // another agent's: each node judges its own ranks (clocks across nodes are not comparable to a
 // millisecond), and the rules compare nodes (packaging/prometheus/seqpoint-fleet-rules.yml).
@@ -17,6 +18,8 @@
 //   lag       its arrival minus the median of the other ranks' arrivals
 //   straggles lag >= max(min_lag_ns, min_lag_share x the other ranks' median compute before the
 //             collective, begin to arrival): below that, which rank is last is noise
+//   slow      over steps, not one: which rank is slower than its peers at equal SL, by a
+//             sequential test (slow_rank.h), fed every judged step
 //   cause     data when its tokens exceed its peers' median by more than data_tolerance and that
 //             excess explains at least data_explains of the lag (compute taken as proportional
 //             to tokens: 2x the tokens, about 2x the compute), else hardware ("at equal SL": a
@@ -31,6 +34,8 @@
 #include <deque>
 #include <map>
 #include <vector>
+
+#include "agent/fleet/slow_rank.h"
 
 namespace seqpoint::daemon::fleet {
 
@@ -61,6 +66,7 @@ struct StepVerdict {
   double token_excess = 0;  // its tokens / the others' median - 1
   bool straggles = false;   // lag over the threshold
   StragglerCause cause = StragglerCause::kHardware;
+  std::vector<int32_t> slow_raised;  // ranks the sequential test (slow_rank.h) alarmed on
 };
 
 // The verdict on one step of two or more ranks.
@@ -74,13 +80,17 @@ struct StragglerCounts {
   std::map<int32_t, std::array<uint64_t, kStragglerCauses>> last_by_rank;  // straggling steps
   uint64_t unmatched = 0;   // rank-iterations with no collective entry (not in a judged step)
   uint64_t incomplete = 0;  // steps dropped because a rank's iteration never came
+  // The sequential test's state per rank (slow_rank.h): slower than its peers at equal SL
+  // over steps, not in one step. Ranks of unknown number appear as -pid.
+  std::map<int32_t, SlowRankState> slow;
 };
 
 class StragglerJoin {
  public:
   static constexpr size_t kMaxPending = 256, kMaxArrivals = 4096, kMaxOpenSteps = 64;
 
-  explicit StragglerJoin(StragglerOptions options = {}) : options_(options) {}
+  explicit StragglerJoin(StragglerOptions options = {}, SlowRankOptions slow = {})
+      : options_(options), slow_(slow) {}
 
   // A rank's process (rank: as its launcher numbers it; -1 unknown). Again: updates the rank.
   void AddRank(uint32_t pid, int32_t rank);
@@ -108,6 +118,7 @@ class StragglerJoin {
   void Count(const StepVerdict& v);
 
   StragglerOptions options_;
+  SlowRankTest slow_;
   std::map<uint32_t, Rank> ranks_;
   std::map<uint64_t, std::map<uint32_t, RankArrival>> open_;  // iter -> pid -> arrival
   StragglerCounts counts_;

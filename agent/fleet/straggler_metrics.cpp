@@ -25,7 +25,15 @@ std::vector<MetricFamily> StragglerFamilies(const std::vector<RunStragglers>& ru
   auto by_rank = Counter("seqpoint_run_rank_last_arrival_steps_total",
                          "Judged steps in which this rank was the straggler, by cause (ranks 0-15; "
                          "others and unknown ones: rank=\"other\").");
-  std::vector<MetricFamily*> all = {&steps, &straggled, &lag, &by_rank};
+  auto slow = Gauge("seqpoint_run_rank_slower_than_peers",
+                    "1 while a sequential test over steps (CUSUM, built for a 10% slowdown, one "
+                    "false alarm per million steps of a healthy rank) holds this rank's compute "
+                    "before the collective slower than its peers' at equal SL (tokens within "
+                    "5%), else 0; ranks past the test's 16-step warm-up.");
+  auto ratio = Gauge("seqpoint_run_rank_compute_ratio",
+                     "This rank's compute per token before the collective over its peers' at "
+                     "equal SL, over its last 64 compared steps (1.10: 10% slower).");
+  std::vector<MetricFamily*> all = {&steps, &straggled, &lag, &by_rank, &slow, &ratio};
   SeriesCap cap(all, max_series);
   for (const RunStragglers& r : runs) {
     if (r.counts.steps == 0) continue;  // not judged (yet): no series that say nothing
@@ -54,13 +62,25 @@ std::vector<MetricFamily> StragglerFamilies(const std::vector<RunStragglers>& ru
         by_rank.Add(l, static_cast<double>(n[c]));
       }
     }
+    std::map<std::string, SlowRankState> tested;  // rank="other" holds the slowest of its ranks
+    for (const auto& [rank, st] : r.counts.slow) {
+      if (st.threshold == 0) continue;  // still warming up
+      auto [it, fresh] = tested.emplace(RankLabel(rank), st);
+      if (!fresh && (st.slow > it->second.slow || st.ratio > it->second.ratio)) it->second = st;
+    }
+    for (const auto& [rank, st] : tested) {
+      Labels l = base;
+      l.emplace_back("rank", rank);
+      slow.Add(l, st.slow ? 1 : 0);
+      ratio.Add(l, st.ratio);
+    }
     cap.Commit();
   }
   if (ledger != nullptr) {
     ledger->exported += cap.kept();
     ledger->dropped += cap.dropped();
   }
-  return {steps, straggled, lag, by_rank};
+  return {steps, straggled, lag, by_rank, slow, ratio};
 }
 
 }  // namespace seqpoint::daemon::fleet

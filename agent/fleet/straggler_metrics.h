@@ -6,11 +6,14 @@
 //   seqpoint_run_straggler_lag_seconds_total{run,node,fleet_job,cause}  their lags, summed
 //   seqpoint_run_rank_last_arrival_steps_total{run,node,fleet_job,rank,cause}
 //                                                                      steps each rank straggled
+//   seqpoint_run_rank_slower_than_peers{run,node,fleet_job,rank}     1 while the sequential test
+//                                                                      (slow_rank.h) alarms, else 0
+//   seqpoint_run_rank_compute_ratio{run,node,fleet_job,rank}         compute per token vs peers
 // cause is "data" or "hardware". Shares over a window are the rules' (seqpoint-fleet-rules.yml:
 // seqpoint_fleet:rank_last_arrival_share:ratio). Cardinality: ranks 0..kMaxStragglerRanks-1 have
-// their own series; others (and ranks whose number is unknown) share rank="other". A run adds at
-// most 1 + 2 + 2 + (kMaxStragglerRanks + 1) x 2 = 39 series, and only the causes and ranks that
-// occurred; runs are added within `max_series` (series_cap.h), a run's series left out whole past
+// their own series; others (and ranks whose number is unknown) share rank="other" (the slow-rank
+// gauges show the slowest of them). A run adds at most 1 + 2 + 2 + (kMaxStragglerRanks + 1) x 4
+// = 73 series, and only the causes and ranks that occurred; runs are added within `max_series` (series_cap.h), a run's series left out whole past
 // it. Threads: the caller's (the daemon's io_context).
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "agent/fleet/straggler_book.h"
 
@@ -117,4 +118,23 @@ TEST_CASE("fleet straggler book: pids mapped to runs, runs judged apart, ended r
   book.EndRun(1);
   CHECK(book.join(1) == nullptr);
   book.OnArrival(10, 5);  // its pid is forgotten with it
+}
+
+TEST_CASE("fleet straggler metrics: the sequential test's verdict and ratio per tested rank") {
+  RunStragglers r = Sample(5);
+  SlowRankState warm, slow, warming;
+  warm.threshold = 6, warm.ratio = 1.01;
+  slow.threshold = 6, slow.ratio = 1.12, slow.slow = true;
+  warming.ratio = 3;  // before its warm-up: no series
+  r.counts.slow = {{0, warm}, {2, slow}, {3, warming}, {20, warm}, {-7, slow}};
+  auto all = StragglerFamilies({r}, "n1", 1000);
+  const MetricFamily& verdict = Family(all, "seqpoint_run_rank_slower_than_peers");
+  const MetricFamily& ratio = Family(all, "seqpoint_run_rank_compute_ratio");
+  REQUIRE(verdict.samples.size() == 3);  // 0, 2, other (20 and -7: the slowest of them)
+  std::map<std::string, double> v, q;
+  for (const MetricSample& s : verdict.samples) v[Label(s, "rank")] = s.value;
+  for (const MetricSample& s : ratio.samples) q[Label(s, "rank")] = s.value;
+  CHECK(v == std::map<std::string, double>{{"0", 0}, {"2", 1}, {"other", 1}});
+  CHECK(q.at("2") == doctest::Approx(1.12));
+  CHECK(q.at("other") == doctest::Approx(1.12));
 }

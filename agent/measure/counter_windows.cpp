@@ -62,6 +62,31 @@ std::vector<MetricFamily> CounterWindows::Families() const {
                     .Add({{"where", "probe"}}, static_cast<double>(probe_windows_))
                     .Add({{"where", "probe_flagged"}}, static_cast<double>(probe_flagged_))
                     .Add({{"where", "user_space"}}, static_cast<double>(count_)));
+  out.push_back(
+      Counter("seqpoint_gpu_windows_total",
+              "Measured windows with GPU collectors (nvml, rocm_smi, gpu_metrics), by how their "
+              "GPU values were decided: kept when a CUDA/HIP sync closed the window "
+              "(outcome=\"closed_at_end\": a sync returned in its last 2 ms; "
+              "outcome=\"closed_at_sync\": read at the process's next sync, within 1 s), else "
+              "flagged \"window not closed by a sync\" and left out (outcome=\"not_closed\": no "
+              "sync within 1 s; outcome=\"no_sync_probe\": the process has no sync probe; "
+              "outcome=\"cut_short\": its next measured window or its exit came first; "
+              "outcome=\"no_iteration\": its iteration was gone when the sync came).")
+          .Add({{"outcome", "closed_at_end"}}, static_cast<double>(gpu_.closed_at_end))
+          .Add({{"outcome", "closed_at_sync"}}, static_cast<double>(gpu_.closed_at_sync))
+          .Add({{"outcome", "not_closed"}}, static_cast<double>(gpu_.not_closed))
+          .Add({{"outcome", "no_sync_probe"}}, static_cast<double>(gpu_.no_sync_probe))
+          .Add({{"outcome", "cut_short"}}, static_cast<double>(gpu_.cut_short))
+          .Add({{"outcome", "no_iteration"}}, static_cast<double>(gpu_.no_iteration)));
+  out.push_back(Gauge("seqpoint_gpu_window_lag_seconds",
+                      "How far after a measured window's CPU end the CUDA/HIP sync that closed "
+                      "it returned (windows closed at the next sync), since seqpointd started, "
+                      "by stat (mean, max): the GPU's lag behind the CPU.")
+                    .Add({{"stat", "mean"}}, gpu_.closed_at_sync == 0
+                                                 ? 0.0
+                                                 : static_cast<double>(gpu_.lag_ns_sum) * 1e-9 /
+                                                       static_cast<double>(gpu_.closed_at_sync))
+                    .Add({{"stat", "max"}}, static_cast<double>(gpu_.lag_ns_max) * 1e-9));
   return out;
 }
 

@@ -22,6 +22,22 @@
 
 namespace seqpoint::daemon {
 
+// How the measured windows' GPU values were decided (collectors/gpu/sync_window.h): kept when a
+// CUDA/HIP sync closed the window, else flagged and left out, counted by reason.
+struct GpuWindowCounts {
+  uint64_t closed_at_end = 0;    // a sync returned in the window's tail: read at the end
+  uint64_t closed_at_sync = 0;   // read at the process's next sync, within the bound
+  uint64_t not_closed = 0;       // no sync within the bound: left out
+  uint64_t no_sync_probe = 0;    // the process had no sync probe (why in last_flag): left out
+  uint64_t cut_short = 0;        // its next window or its exit came before any sync: left out
+  uint64_t no_iteration = 0;     // closed, but its iteration was gone (a run closed): left out
+  int64_t lag_ns_sum = 0;        // over closed_at_sync: how far the sync came after the end
+  int64_t lag_ns_max = 0;
+  std::string last_flag;         // the latest "window not closed by a sync: ..." note
+  uint64_t kept() const { return closed_at_end + closed_at_sync; }
+  uint64_t left_out() const { return not_closed + no_sync_probe + cut_short + no_iteration; }
+};
+
 class CounterWindows {
  public:
   // User-space collectors began at `now_ns` for an iteration whose begin probe fired at
@@ -38,6 +54,9 @@ class CounterWindows {
 
   std::vector<MetricFamily> Families() const;
 
+  GpuWindowCounts& gpu() { return gpu_; }
+  const GpuWindowCounts& gpu() const { return gpu_; }
+
  private:
   std::array<uint64_t, 40> buckets_{};  // bucket b: offsets in [2^b, 2^(b+1)) ns
   uint64_t count_ = 0;
@@ -45,6 +64,7 @@ class CounterWindows {
   uint64_t max_ns_ = 0;
   uint64_t probe_windows_ = 0;
   uint64_t probe_flagged_ = 0;  // windows a counted thread may be short in (sp_counter_flag)
+  GpuWindowCounts gpu_;
 };
 
 // The events the source counts at the probes for a process are left out of that process's

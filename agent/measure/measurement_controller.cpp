@@ -46,6 +46,9 @@ void MeasurementController::StartCollectors(pid_t pid, Proc& proc, RunTracker& t
                                             uint64_t iter, uint32_t group) {
   // A profiler holds the counters, or the node is paused: timed, no collector (the back-off
   // closed them already).
+  // The previous window's GPU collectors are still out, waiting for a sync: decided now, before
+  // they begin again (kept if a sync came, else cut short).
+  (void)DecideGpuWindow(pid, /*cut=*/true);
   if (backoff_.Blocks(pid, MonotonicNs())) return;
   if (proc.rebuild && proc.collectors) {
     proc.collectors->Close();
@@ -64,11 +67,44 @@ void MeasurementController::StartCollectors(pid_t pid, Proc& proc, RunTracker& t
   proc.measuring = iter;
 }
 
-MeasurementController::Measured MeasurementController::EndMeasurement(pid_t pid, Proc& proc) {
+MeasurementController::Measured MeasurementController::EndMeasurement(
+    pid_t pid, Proc& proc, std::optional<int64_t> cpu_end_ns) {
   Measured out;
+  const uint64_t iter = proc.measuring.value_or(0);
   proc.measuring.reset();
   if (!proc.collectors) return out;
-  auto readings = proc.collectors->End();
+  if (!cpu_end_ns) {  // discarded: nothing of it is reported, the GPU values least of all
+    out.values = Tally(pid, proc, proc.collectors->End(), &out.groups);
+    std::erase_if(out.values, collectors::IsGpuTimelineSample);
+    return out;
+  }
+  // The CPU collectors end at the end marker, whatever the GPU's verdict.
+  out.values =
+      Tally(pid, proc,
+            proc.collectors->End([](std::string_view c) {
+              return !collectors::IsGpuTimelineCollector(c);
+            }),
+            &out.groups);
+  // A collector answered busy: the back-off closed the set (its GPU window with it).
+  if (!proc.collectors || !proc.collectors->Measuring(collectors::IsGpuTimelineCollector)) {
+    return out;
+  }
+  GpuWaiting& w = gpu_waiting_[pid];
+  w = GpuWaiting{proc.run_id, iter, collectors::SyncWindow(options_.gpu_sync)};
+  w.window.EndCpu(*cpu_end_ns);
+  std::vector<collectors::Sample> gpu;
+  if (DecideGpuWindow(pid, /*cut=*/false, &gpu)) {
+    for (collectors::Sample& s : gpu) out.values.push_back(std::move(s));
+  } else {
+    ScheduleGpuCheck();
+  }
+  return out;
+}
+
+std::vector<collectors::Sample> MeasurementController::Tally(
+    pid_t pid, Proc& proc, const std::vector<collectors::CollectorReading>& readings,
+    std::vector<CounterGroup>* groups) {
+  std::vector<collectors::Sample> values;
   const auto& stats = proc.collectors->stats();
   for (const collectors::CollectorReading& r : readings) {
     CollectorTotals& t = totals_[r.collector];
@@ -81,12 +117,14 @@ MeasurementController::Measured MeasurementController::EndMeasurement(pid_t pid,
       continue;
     }
     ++t.ok;
-    for (const collectors::Sample& s : r.samples) out.values.push_back(s);
+    for (const collectors::Sample& s : r.samples) values.push_back(s);
   }
   // Which counter group each collector held (a failed one still ran its Begin): the observer
   // effect is estimated per group.
-  for (const collectors::CollectorReading& r : readings) {
-    out.groups.push_back({r.collector, static_cast<uint32_t>(r.group)});
+  if (groups != nullptr) {
+    for (const collectors::CollectorReading& r : readings) {
+      groups->push_back({r.collector, static_cast<uint32_t>(r.group)});
+    }
   }
   for (const collectors::CollectorReading& r : readings) {
     if (collectors::IsCountersBusy(r.status)) {
@@ -94,7 +132,7 @@ MeasurementController::Measured MeasurementController::EndMeasurement(pid_t pid,
       break;
     }
   }
-  return out;
+  return values;
 }
 
 void MeasurementController::DiscardUnfinished(pid_t pid, Proc& proc) {
@@ -103,9 +141,22 @@ void MeasurementController::DiscardUnfinished(pid_t pid, Proc& proc) {
 
 MeasurementController::Measured MeasurementController::EndIteration(pid_t pid, Proc& proc,
                                                                     uint64_t iter, bool* measured) {
+  // No end marker given: its delivery stands for it (late by the source's delivery time).
+  return EndIteration(pid, proc, iter, static_cast<uint64_t>(MonotonicNs()), measured);
+}
+
+MeasurementController::Measured MeasurementController::EndIteration(pid_t pid, Proc& proc,
+                                                                    uint64_t iter, uint64_t end_ns,
+                                                                    bool* measured) {
+  // A window waiting for its sync is checked at each of the process's ends too (a source
+  // without a timer decides it here).
+  (void)DecideGpuWindow(pid, /*cut=*/false);
   Measured m;
   *measured = proc.measuring && *proc.measuring == iter;
-  if (*measured) m = EndMeasurement(pid, proc);
+  if (*measured) {
+    m = EndMeasurement(pid, proc,
+                       end_ns > 0 ? static_cast<int64_t>(end_ns) : std::optional<int64_t>());
+  }
   if (*measured && proc.probe_counters && proc.probe_counters->iter == iter) {
     windows_.TakeProbeCounters(*proc.probe_counters, &m.values);
   }
@@ -114,6 +165,10 @@ MeasurementController::Measured MeasurementController::EndIteration(pid_t pid, P
 }
 
 void MeasurementController::CloseIfSpent(Proc& proc) {
+  // A GPU window still waiting keeps the set open: the next call after its verdict closes it.
+  for (const auto& [pid, w] : gpu_waiting_) {
+    if (registry_->Find(pid) == &proc) return;
+  }
   if (!proc.collectors || proc.measuring) return;
   proc.collectors->Close();
   proc.collectors.reset();
@@ -121,6 +176,7 @@ void MeasurementController::CloseIfSpent(Proc& proc) {
 
 void MeasurementController::ProcessExited(pid_t pid, Proc& proc) {
   DiscardUnfinished(pid, proc);
+  (void)DecideGpuWindow(pid, /*cut=*/true);  // a sync before its exit still closes it
   if (proc.collectors) proc.collectors->Close();
   proc.collectors.reset();
   backoff_.Forget(pid);

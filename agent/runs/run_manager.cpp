@@ -68,6 +68,16 @@ RunManager::RunManager(Store* store, CollectorSetFactory collectors, RunManagerO
           [this](int64_t run_id, RunTracker& tracker, const IterationEnd& span, bool whole,
                  bool* later) { return EnergyOrPark(run_id, tracker, span, whole, later); },
           [this](pid_t pid, Proc& proc, RunTracker& tracker) { UpdateHooks(pid, proc, tracker); }) {
+  // GPU values a later CUDA sync closed (measurement_gpu_sync.cpp): to the iteration they
+  // measured, a data-parallel step's under its lead pid.
+  measure_.set_on_late_values([this](pid_t pid, int64_t run_id, uint64_t iter,
+                                     const std::vector<collectors::Sample>& values) {
+    auto run = runs_.find(run_id);
+    if (run == runs_.end()) return false;
+    const StepJoin* join = steps_.join(run_id);
+    const pid_t key = join != nullptr && !join->Direct(pid, iter) ? join->lead() : pid;
+    return run->second->AddLateValues(key, iter, values);
+  });
 }
 
 void RunManager::Reconfigure(const RunManagerOptions& options) {
@@ -177,7 +187,8 @@ void RunManager::OnIterationEnd(const IterationEnd& e) {
   RunTracker* tracker = proc ? TrackerFor(*proc) : nullptr;
   if (tracker == nullptr) return;
   bool measured = false;
-  MeasurementController::Measured m = measure_.EndIteration(e.pid, *proc, e.iter, &measured);
+  MeasurementController::Measured m =
+      measure_.EndIteration(e.pid, *proc, e.iter, e.end_ns, &measured);
   // Every timed iteration may share the node's energy with other runs' (energy_attribution.h).
   // Only with a sampler: its samples settle and prune them (SettleParked); without one nothing
   // would ever forget them (one entry per iteration, for the daemon's life).

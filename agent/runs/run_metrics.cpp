@@ -176,6 +176,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto perturbed = Gauge("seqpoint_run_projection_perturbed",
                          "1 when a projection was fed by measured iterations the observer-effect "
                          "check found slowed by the measurement.");
+  auto left_out = Gauge("seqpoint_run_projection_left_out",
+                        "1 for a projection the agent cannot stand behind, left out of "
+                        "seqpoint_run_projection and its interval, with its reason: "
+                        "self_check_missed (a cheap metric's projection misses the total "
+                        "measured on every iteration by more than its 95% interval allows); "
+                        "0, reason empty, for a projection that stands.");
   auto dropped = Gauge("seqpoint_run_collector_dropped",
                        "1 for a collector the run stopped using because it perturbed the "
                        "training (runs.observer_effect_action = \"drop\").");
@@ -204,7 +210,8 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   std::vector<MetricFamily*> all = {
       &info,          &proj,       &low,       &high,       &steady,     &bounded,  &warmup,
       &strata,        &changes,    &actual,    &error,      &within,     &excess,   &oe_ratio,
-      &oe_low,        &oe_high,    &oe_pairs,  &oe_flag,    &perturbed,  &dropped,  &energy_iters,
+      &oe_low,        &oe_high,    &oe_pairs,  &oe_flag,    &perturbed,  &left_out, &dropped,
+      &energy_iters,
       &energy_unattr, &iters,      &measured,  &unobserved, &gap,        &points,   &allowed,
       &bins,          &backed_off, &gmean,     &gmean_low,  &gmean_high, &gbounded, &gpeak,
       &mem_exceed,    &mcost,      &moverhead, &mlost,      &mend_only};
@@ -262,6 +269,14 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
         gmean_high.Add(l, p.high * b.scale);
         gbounded.Add({{"run", run}, {"metric", b.name}}, p.bounded ? 1 : 0);
         if (std::isfinite(p.peak)) gpeak.Add(l, p.peak * b.scale);
+        continue;
+      }
+      // Flagged: the reason, never the value. 0 with an empty reason when it stands, so an
+      // alert can tell "kept" from "not exported".
+      left_out.Add({{"run", run}, {"metric", b.name}, {"reason", p.left_out}},
+                   p.left_out.empty() ? 0 : 1);
+      if (!p.left_out.empty()) {
+        if (std::isfinite(p.actual)) actual.Add(l, p.actual * b.scale);
         continue;
       }
       proj.Add(l, p.total * b.scale);
@@ -341,7 +356,7 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   std::vector<MetricFamily> out = {info,       proj,      low,        high,    steady,  bounded,
                                    gap,        actual,    error,      within,  iters,   measured,
                                    unobserved, oe_ratio,  oe_low,     oe_high, oe_flag, perturbed,
-                                   gmean,      gmean_low, gmean_high, gpeak};
+                                   left_out,   gmean,     gmean_low,  gmean_high, gpeak};
   if (for_upload) {
     AddAttribution(out, attribution);
     return out;

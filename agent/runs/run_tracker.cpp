@@ -258,6 +258,34 @@ void RunTracker::SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> en
   dirty_ = true;
 }
 
+bool RunTracker::AddLateValues(pid_t pid, uint64_t iter,
+                               const std::vector<collectors::Sample>& values) {
+  // The latest measured iterations are the ones late values belong to: searched from the end.
+  for (auto it = measured_.rbegin(); it != measured_.rend(); ++it) {
+    if (it->second.pid != pid || it->second.iter != iter) continue;
+    const uint64_t ordinal = it->first;
+    const uint32_t seq_len = it->second.seq_len;
+    const int64_t now = WallNs();
+    for (const collectors::Sample& v : values) {
+      // A device is counted once per iteration (a data-parallel step's ranks on one GPU).
+      const auto& had = it->second.values;
+      if (v.scope == collectors::SampleScope::kDevice &&
+          std::any_of(had.begin(), had.end(), [&](const collectors::Sample& h) {
+            return h.name == v.name && h.device == v.device;
+          })) {
+        continue;
+      }
+      AddValue(ordinal, measured_[ordinal], v);
+      if (!IsBookkeepingMetric(v.name)) AddCost(seq_len, v.name, v.value, now);
+    }
+    observer_dirty_ = true;
+    record_.updated_unix_ns = now;
+    dirty_ = true;
+    return true;
+  }
+  return false;
+}
+
 void RunTracker::AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v) {
   new_measurements_.push_back(
       {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.name, v.unit, v.value});

@@ -138,6 +138,10 @@ class RunTracker {
   // counted why). Iterations are settled in any order; one not waiting is ignored.
   void SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> energy_uj);
   size_t energy_waiting() const { return energy_waiting_.size(); }
+  // Values of a measured iteration that come after its Complete: the GPU values of a window a
+  // later CUDA/HIP sync closed (agent/measure/measurement_gpu_sync.cpp). False when (pid, iter)
+  // is no measured iteration of this run (nothing added).
+  bool AddLateValues(pid_t pid, uint64_t iter, const std::vector<collectors::Sample>& values);
   // An iteration that has a time but no energy: another run shared the node (shared) or the
   // energy counter did not cover it (read failure, too old).
   void CountEnergyUnattributed(bool shared) { ++(shared ? energy_shared_ : energy_uncovered_); }

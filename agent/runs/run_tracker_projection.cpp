@@ -42,6 +42,8 @@ Projection ToProjection(const selector::WholeRunProjection& p) {
   out.gap_high = p.gap_high;
   out.kind = static_cast<uint8_t>(p.kind);
   out.peak = p.peak;
+  out.left_out = p.unreliable;
+  out.left_out_detail = p.unreliable_detail;
   for (const selector::BinMean& b : p.bins) {
     out.bins.push_back({b.bin_lo, b.bin_hi, b.mean, b.peak, b.peak_seq_len, b.samples});
   }

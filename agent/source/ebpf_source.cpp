@@ -49,10 +49,11 @@
 #include "agent/config/log.h"
 #include "agent/source/run_key.h"
 #include "agent/source/live_source.h"
+#include "agent/source/ebpf_source_sync.h"
 #include "agent/source/probe_counter_events.h"
-#include "probes/collective_probes.h"
+#include "probes/collectives/collective_probes.h"
 #include "probes/iteration_probes.h"
-#include "probes/process_discovery.h"
+#include "probes/discovery/process_discovery.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -99,6 +100,13 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     } else {
       SEQPOINT_LOG(kInfo, "collective probes off (straggling ranks are not named): " +
                               c.status().message());
+    }
+    // CUDA/HIP sync returns close measured windows' GPU values (ebpf_source_sync.h); without
+    // them those values are flagged and left out, and the agent says why once.
+    syncs_ = std::make_unique<GpuSyncWatch>(config.proc_root);
+    if (!syncs_->loaded()) {
+      SEQPOINT_LOG(kInfo, "GPU values of measured windows will be left out (no window is closed "
+                          "by a sync): " + syncs_->why_not_loaded());
     }
     for (const probes::SweptInstance& s : probes_->swept_orphans()) {
       SEQPOINT_LOG(kInfo, "removed the pinned probes of the seqpointd with state directory " +
@@ -206,6 +214,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       if (c != comm_.end()) a.comm = c->second;
       a.announced = known_.count(pid) > 0;
       a.where = probes_->Describe(pid);
+      if (syncs_) a.where += "; " + syncs_->Describe(pid);
       if (const probes::ZeroCodeProbe* z = probes_->AttachedZeroCodeProbe(pid)) {
         a.probe = "zero-code " + z->name;
         a.detail = probes::DescribeZeroCodeProbe(*z) +
@@ -274,9 +283,31 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     return discovery_ && discovery_->stats().linkers_hooked > 0;
   }
 
+  Result<collectors::SyncReading> GpuSyncMark(pid_t pid) override {
+    if (!syncs_) return Unavailable("the CUDA sync probes are not set up");
+    if (comm_.count(static_cast<int>(pid)) == 0) {
+      return NotFound("pid " + std::to_string(pid) + " is not attached");
+    }
+    return syncs_->Mark(static_cast<int>(pid));
+  }
+
+  bool CallAfter(int64_t delay_ns, std::function<void()> fn) override {
+    if (stopped_) return false;
+    auto timer = std::make_shared<asio::steady_timer>(io_);
+    timer->expires_after(std::chrono::nanoseconds(delay_ns));
+    std::weak_ptr<bool> alive = alive_;
+    timer->async_wait([this, timer, alive, fn = std::move(fn)](boost::system::error_code ec) {
+      auto a = alive.lock();
+      if (ec || !a || !*a || stopped_) return;
+      fn();
+    });
+    return true;
+  }
+
   // probes::DiscoveryListener
   void OnLibrariesChanged(int pid) override {
     if (known_.count(pid) != 0) AttachCollectives(pid);
+    AttachSyncs(pid);
     if (sink_ != nullptr && known_.count(pid) != 0) sink_->OnLibrariesChanged(pid);
   }
   bool OnTargets(const probes::ProcessTargets& targets) override {
@@ -295,6 +326,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     const int pid = targets.identity.pid;
     comm_[pid] = targets.identity.comm;
     AttachCollectives(pid);
+    AttachSyncs(pid);
     if (known_.count(pid) > 0) return true;
     ProcessInfo info{pid, targets.identity.start_time, targets.identity.comm, ""};
     if (probes_->AttachedZeroCodeProbe(pid) != nullptr) {  // announced at its first iteration
@@ -316,6 +348,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   void OnGone(int pid, const std::optional<probes::ExitStatus>& how) override {
     probes_->DetachPid(pid);  // delivers queued records, open iterations flagged EXITED
     if (collectives_) collectives_->DetachPid(pid);
+    if (syncs_) syncs_->Detach(pid);
     unannounced_.erase(pid);
     comm_.erase(pid);
     if (known_.erase(pid) == 0 || sink_ == nullptr) return;
@@ -530,6 +563,11 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
                               n.status().message());
     }
   }
+  // The CUDA/HIP sync functions a process maps (one with none is no fault: not a GPU process, or
+  // not yet; GpuSyncMark looks again).
+  void AttachSyncs(int pid) {
+    if (syncs_ && syncs_->loaded()) (void)syncs_->Attach(pid);
+  }
   void PollAll() {
     PollDiscovery();  // announcements before the records of the pids they announce
     if (auto r = probes_->Poll(0); !r.ok()) {
@@ -552,6 +590,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   bool discovery_fast_ = false;  // the discovery timer is at its 100 ms re-examination cadence
   std::unique_ptr<probes::IterationProbes> probes_;
   std::unique_ptr<probes::CollectiveProbes> collectives_;  // null: off (logged why)
+  std::unique_ptr<GpuSyncWatch> syncs_;                    // says why when not loaded
   std::unique_ptr<probes::ProcessDiscovery> discovery_;
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;

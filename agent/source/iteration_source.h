@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/gpu/sync_window.h"
 #include "common/status.h"
 
 namespace seqpoint::daemon {
@@ -94,8 +95,8 @@ class IterationSink {
   // hook, debounced: once per burst): what it maps may have changed, e.g. a profiler's library
   // (profiler_watch.h). Only from sources whose reports_library_loads().
   virtual void OnLibrariesChanged(pid_t pid) { (void)pid; }
-  // A thread of an announced process entered a collective (probes/collective_probes.h) at
-  // ts_ns (CLOCK_MONOTONIC): straggling ranks (agent/fleet/straggler.h).
+  // A thread of an announced process entered a collective
+  // (probes/collectives/collective_probes.h) at ts_ns (CLOCK_MONOTONIC): straggling ranks (agent/fleet/straggler.h).
   virtual void OnCollectiveArrival(uint32_t pid, uint64_t ts_ns) {
     (void)pid;
     (void)ts_ns;
@@ -173,6 +174,25 @@ class IterationSource {
   // True when the source reports every library load of its processes (OnLibrariesChanged): the
   // daemon then looks at a process's mappings when they change, not on a timer.
   virtual bool reports_library_loads() const { return false; }
+
+  // GPU windows (collectors/gpu/sync_window.h). The latest return of `pid` from a CUDA/HIP
+  // synchronisation (the eBPF source's sync probes, probes/sync/sync_probes.h), or why there is
+  // none
+  // (no sync probes on this node, the process maps no CUDA or HIP runtime, ...): the measured
+  // window's GPU values then are flagged and left out.
+  virtual Result<collectors::SyncReading> GpuSyncMark(pid_t pid) {
+    (void)pid;
+    return Unavailable("the " + std::string(name()) + " source has no CUDA sync probes");
+  }
+  // Calls `fn` once on the daemon's io_context after about `delay_ns` (the checks while a GPU
+  // window waits for its sync); false when the source has no loop to call it from (a replay):
+  // the waiting windows are then decided at the process's next iteration end, next measured
+  // window or exit.
+  virtual bool CallAfter(int64_t delay_ns, std::function<void()> fn) {
+    (void)delay_ns;
+    (void)fn;
+    return false;
+  }
 
   // Restarts without a blind spot (the eBPF source with probes.pin_dir): what a source delivers
   // stays in the kernel until the daemon has saved it, so a restarted daemon is given it again

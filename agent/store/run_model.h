@@ -111,6 +111,10 @@ struct Projection {
   uint8_t kind = 0;
   double peak = std::numeric_limits<double>::quiet_NaN();  // gauges: highest measured value
   std::vector<GaugeBin> bins{};                             // gauges: per SL bin
+  // Non-empty: the agent cannot stand behind this projection (selector::WholeRunProjection::
+  // unreliable, a code from a bounded set, and the sentence `show` prints). It is flagged and
+  // left out: no value in /metrics or uploads, only the reason.
+  std::string left_out{}, left_out_detail{};
 };
 
 // One iteration as the selector was fed it, in order: replaying these rebuilds the selector's

@@ -37,8 +37,8 @@ constexpr const char* kStatementSql[] = {
     // kProjection
     "INSERT OR REPLACE INTO projections(run_id, metric, unit, total, low, high, actual, "
     "measured, updated_ns, perturbed, steady_total, steady_low, steady_high, bounded, "
-    "gap_total, gap_low, gap_high, kind, peak) "
-    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "gap_total, gap_low, gap_high, kind, peak, left_out, left_out_detail) "
+    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     // kMeasurement
     "INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
     // kCost
@@ -252,7 +252,9 @@ Status Store::SaveProjections(const RunSnapshot& snap, WrittenRows& written) {
         .Set(16, p.gap_low)
         .Set(17, p.gap_high)
         .Set(18, int64_t(p.kind))
-        .Set(19, p.peak);
+        .Set(19, p.peak)
+        .Set(20, std::string_view(p.left_out))
+        .Set(21, std::string_view(p.left_out_detail));
     for (const GaugeBin& b : p.bins) {  // part of the projection: compared with it
       RowWriter(nullptr, &d)
           .Set(0, int64_t(b.bin_lo))

@@ -5,13 +5,19 @@
  * iteration to OUT. Paced by absolute deadlines (a late iteration does not shift the others).
  *
  *   cost_loop N R W OUT [SEQ_LENS]      SEQ_LENS: comma-separated, cycled (default 16,32,64)
+ *
+ * With $COST_LOOP_GATE (a FIFO) set, the loop first waits until the FIFO's writer closes it: the
+ * bench opens it once every loop is attached, so all of them start together and none runs
+ * before its probes are on.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "seqpoint/usdt.h"
 
@@ -44,6 +50,14 @@ int main(int argc, char** argv) {
   }
   uint32_t* times = calloc(n, sizeof *times);
   if (!times) return 1;
+  const char* gate = getenv("COST_LOOP_GATE");
+  if (gate && *gate) {
+    int fd = open(gate, O_RDONLY); /* blocks until the bench opens the writing end */
+    char c;
+    while (fd >= 0 && read(fd, &c, 1) > 0) {
+    }
+    if (fd >= 0) close(fd);
+  }
   const uint64_t period = (uint64_t)(1e9 / rate);
   const uint64_t start = now_ns();
   for (uint64_t i = 0; i < n; ++i) {

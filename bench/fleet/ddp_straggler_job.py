@@ -12,11 +12,19 @@ all-reduces the gradients through c10d::ProcessGroupGloo::allreduce. SLs: every 
 per step uniformly from [--sl-min, --sl-max] (no systematic imbalance), except:
   --slow-rank R --slow-ms MS   rank R sleeps MS inside its forward pass every step: a slow rank
                                at the same SL (what slow hardware looks like from outside)
+  --slow-rank R --slow-factor F rank R's compute before the collective lasts F times as long:
+                               in the DDP communication hook (called when the rank arrives at
+                               the all-reduce) it spins, on the CPU, (F - 1) x its compute so far
+                               in the step, then all-reduces (a rank F times as slow, exactly)
+  --slow-from N                the slowdown starts at step N (a change point after steady state)
   --long-rank R --long-factor F  rank R's SL is F times the draw: a rank fed longer sequences
+  --batching bucketed          every rank draws the same SL per step (length-bucketed batches);
+                               random (the default): each rank draws its own
 Iterations are marked with seqpoint_probe (sdk/python) when it loads. Each rank writes
-<trace-dir>/rank<r>.csv: iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns
-(CLOCK_MONOTONIC; mono_backward_ns: just before loss.backward(), the workload's own reading of
-when its compute before the collective ended).
+<trace-dir>/rank<r>.csv: iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns,
+mono_arrival_ns (CLOCK_MONOTONIC; mono_backward_ns: just before loss.backward();
+mono_arrival_ns: when the DDP hook all-reduced the step's first bucket, after any slowdown's spin:
+the workload's own reading of its arrival at the collective).
 
 Protocol (for tests): the launcher prints "ready <pid> <pid> ..." once every rank has built its
 DDP model, then waits for a line on stdin before the ranks start their steps; exit status 0
@@ -42,6 +50,9 @@ def parse():
     p.add_argument("--sl-max", type=int, default=64)
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-ms", type=float, default=0.0)
+    p.add_argument("--slow-factor", type=float, default=1.0)
+    p.add_argument("--slow-from", type=int, default=0)
+    p.add_argument("--batching", choices=["random", "bucketed"], default="random")
     p.add_argument("--long-rank", type=int, default=-1)
     p.add_argument("--long-factor", type=float, default=1.0)
     p.add_argument("--trace-dir", required=True)
@@ -62,7 +73,9 @@ def launch(args):
     ranks = []
     for r in range(args.ranks):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(r),
-                   WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS="1")
+                   WORLD_SIZE=str(args.ranks), OMP_NUM_THREADS="1",
+                   # As torchrun sets them: the agent groups the ranks as one data-parallel run.
+                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(args.ranks))
         cmd = [sys.executable, os.path.abspath(__file__), "--rank", str(r)] + sys.argv[1:]
         ranks.append(subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True))
@@ -102,13 +115,30 @@ def rank_main(args):
         torch.nn.ReLU(), torch.nn.Linear(4 * args.hidden, args.hidden),
         torch.nn.Linear(args.hidden, vocab))
     ddp = DDP(model)
+    # The step's arrival at the collective, read by the workload itself; the slow rank's spin.
+    arrival = {"t0": 0, "at": 0, "slow": False}
+
+    def hook(state, bucket):
+        if arrival["at"] == 0:
+            now = time.monotonic_ns()
+            if arrival["slow"]:
+                until = now + int((args.slow_factor - 1) * (now - arrival["t0"]))
+                while time.monotonic_ns() < until:
+                    pass
+            arrival["at"] = time.monotonic_ns()
+        fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+        return fut.then(lambda f: f.value()[0] / args.ranks)
+
+    ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     rng = random.Random(args.seed * 1000 + r)
+    shared = random.Random(args.seed * 1000 + 999)  # bucketed: the same draw on every rank
     print("ready", flush=True)
     sys.stdin.readline()
     rows = []
     for step in range(args.steps):
-        sl = rng.randint(args.sl_min, args.sl_max)
+        common = shared.randint(args.sl_min, args.sl_max)
+        sl = common if args.batching == "bucketed" else rng.randint(args.sl_min, args.sl_max)
         if r == args.long_rank:
             sl = int(sl * args.long_factor)
         x = torch.randint(0, vocab, (args.batch, sl))
@@ -116,9 +146,15 @@ def rank_main(args):
         ctx = marker(seq_len=sl, batch=args.batch, tokens=tokens) if marker else None
         if ctx:
             ctx.__enter__()
+        if r == args.slow_rank and step == args.slow_from and args.slow_factor > 1:
+            # For a live bench's clock (bench/fleet/run.sh): when the slowdown began.
+            print("slowdown %g from step %d at %.3f" % (args.slow_factor, step, time.time()),
+                  file=sys.stderr, flush=True)
         t0 = time.monotonic_ns()
+        arrival.update(t0=t0, at=0, slow=(r == args.slow_rank and step >= args.slow_from
+                                          and args.slow_factor > 1))
         out = ddp(x)
-        if r == args.slow_rank and args.slow_ms > 0:
+        if r == args.slow_rank and args.slow_ms > 0 and step >= args.slow_from:
             time.sleep(args.slow_ms / 1000.0)
         loss = torch.nn.functional.cross_entropy(out.view(-1, vocab), x.view(-1))
         t1 = time.monotonic_ns()
@@ -128,10 +164,10 @@ def rank_main(args):
         t2 = time.monotonic_ns()
         if ctx:
             ctx.__exit__(None, None, None)
-        rows.append((step, sl, tokens, t0, t1, t2))
+        rows.append((step, sl, tokens, t0, t1, t2, arrival["at"]))
     os.makedirs(args.trace_dir, exist_ok=True)
     with open(os.path.join(args.trace_dir, "rank%d.csv" % r), "w") as f:
-        f.write("iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns\n")
+        f.write("iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns,mono_arrival_ns\n")
         for row in rows:
             f.write(",".join(str(v) for v in row) + "\n")
     dist.destroy_process_group()

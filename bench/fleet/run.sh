@@ -16,15 +16,21 @@
 #                 healthy nodes' largest index over the run (the noise the threshold must clear)
 # and the slowdown each phase really made, from node 1's own trace (iteration time per SL
 # against the other nodes', over the phase).
+# With DDP_SLOW=F (e.g. 1.2), one more agent (node d1) watches a 4-rank gloo DDP job
+# (bench/fleet/ddp_straggler_job.py, all ranks under one cgroup of DDP_QUOTA CPUs) whose rank 2
+# computes F times as slow from step 100 on, so the straggler panels and alerts have a subject.
+# At the end the dashboard's queries are run on this Prometheus and drawn into OUTDIR/dashboard/
+# (packaging/grafana/render_fleet_dashboard.py; a PNG through headless chromium when installed).
 # Needs root (eBPF, cgroups), prometheus (Debian's package) and a build.
 # Usage: bench/fleet/run.sh [OUTDIR]   Environment: SEQPOINT_BUILD (default build), NODES (4),
-# QUOTA (0.2), HEALTHY_S (90), SLOW_S (120), SLOWDOWNS ("10 20 50").
+# QUOTA (0.2), HEALTHY_S (90), SLOW_S (120), SLOWDOWNS ("10 20 50"), DDP_SLOW (off),
+# DDP_QUOTA (0.8).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${SEQPOINT_BUILD:-$root/build}"
 out="${1:-$(mktemp -d /tmp/seqpoint-fleet.XXXXXX)}"
 NODES="${NODES:-4}" QUOTA="${QUOTA:-0.2}" HEALTHY_S="${HEALTHY_S:-90}" SLOW_S="${SLOW_S:-120}"
-SLOWDOWNS="${SLOWDOWNS:-10 20 50}"
+SLOWDOWNS="${SLOWDOWNS:-10 20 50}" DDP_SLOW="${DDP_SLOW:-}" DDP_QUOTA="${DDP_QUOTA:-0.8}"
 mkdir -p "$out"
 [ "$(id -u)" = 0 ] || { echo "fleet: eBPF probes and cgroups need root: run with sudo" >&2; exit 1; }
 command -v prometheus >/dev/null || { echo "fleet: prometheus missing: apt install prometheus" >&2; exit 1; }
@@ -49,7 +55,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  for i in $(seq "$NODES"); do rmdir "$cg_root/n$i" 2>/dev/null || true; done
+  for i in $(seq "$NODES") ddp; do rmdir "$cg_root/n$i" 2>/dev/null || true; done
   rmdir "$cg_root" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -67,6 +73,16 @@ for i in $(seq "$NODES"); do
   pids+=($!)
   targets+="'127.0.0.1:$port',"
 done
+if [ -n "$DDP_SLOW" ]; then
+  d="$out/d1"; mkdir -p "$d"
+  port=$(free_port)
+  printf '[runs]\nonly_key = "torchrun:fleet-%s-ddp"\n[probes]\npin_dir = ""\n' "$$" > "$d/seqpointd.toml"
+  SEQPOINT_NODE_NAME=d1 "$build/agent/daemon/seqpointd" --config "$d/seqpointd.toml" \
+    --state-dir "$d/state" --runtime-dir "$d/run" --metrics-listen "127.0.0.1:$port" \
+    2>"$d/seqpointd.log" &
+  pids+=($!)
+  targets+="'127.0.0.1:$port',"
+fi
 prom_port=$(free_port)
 cat > "$out/prometheus.yml" <<YML
 global: {scrape_interval: 2s, evaluation_interval: 2s}
@@ -90,11 +106,25 @@ for i in $(seq "$NODES"); do
   pids+=($!)
 done
 
+if [ -n "$DDP_SLOW" ]; then
+  mkdir -p "$cg_root/nddp"
+  ddp_full=$(python3 -c "print(int($DDP_QUOTA * $period))")
+  if [ -f "$cg_root/nddp/cpu.max" ]; then echo "$ddp_full $period" > "$cg_root/nddp/cpu.max"
+  else echo "$period" > "$cg_root/nddp/cpu.cfs_period_us"; echo "$ddp_full" > "$cg_root/nddp/cpu.cfs_quota_us"; fi
+  sh -c "echo \$\$ > $cg_root/nddp/cgroup.procs 2>/dev/null || echo \$\$ > $cg_root/nddp/tasks;
+         exec env TORCHELASTIC_RUN_ID=fleet-$$-ddp PYTHONPATH=$build/sdk/python /usr/bin/python3 \
+         $root/bench/fleet/ddp_straggler_job.py --no-wait --ranks 4 --steps 1000000 \
+         --slow-rank 2 --slow-factor $DDP_SLOW --slow-from 100 --trace-dir $out/d1/trace" \
+    >"$out/d1/job.log" 2>&1 &
+  pids+=($!)
+fi
+
 # Prometheus's alerts, polled every second into alerts.log: "<unix time> <state> <node>".
 poll() {
-  python3 - "$prom_port" "$out/alerts.log" "$out/index.log" <<'PY' &
+  python3 - "$prom_port" "$out/alerts.log" "$out/index.log" "$out/rank_alerts.log" <<'PY' &
 import json, sys, time, urllib.request
 port, alerts, index = sys.argv[1], open(sys.argv[2], "a"), open(sys.argv[3], "a")
+ranks = open(sys.argv[4], "a")
 def get(path):
     with urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=2) as r:
         return json.load(r)["data"]
@@ -104,11 +134,14 @@ while True:
         for a in get("/api/v1/alerts")["alerts"]:
             if a["labels"].get("alertname") == "SeqpointNodeSlowerThanPeers":
                 alerts.write("%.1f %s %s\n" % (now, a["state"], a["labels"].get("node")))
+            if a["labels"].get("alertname") == "SeqpointRankSlowerThanPeers":
+                ranks.write("%.1f %s %s %s\n" % (now, a["state"], a["labels"].get("node"),
+                                                  a["labels"].get("rank")))
         for r in get("/api/v1/query?query=seqpoint_fleet:node_index:ratio")["result"]:
             index.write("%.1f %s %s\n" % (now, r["metric"].get("node"), r["value"][1]))
     except Exception as e:  # Prometheus still starting: nothing to record yet
         pass
-    alerts.flush(); index.flush()
+    alerts.flush(); index.flush(); ranks.flush()
     time.sleep(max(0, 1 - (time.time() - now)))
 PY
   pids+=($!)
@@ -126,4 +159,7 @@ done
 sleep 5
 echo "dashboard queries on this Prometheus:"
 python3 "$root/packaging/grafana/check_fleet_dashboard.py" --prometheus "http://127.0.0.1:$prom_port" || true
+minutes=$(python3 -c "print(($(date +%s) - $(head -c 10 "$out/index.log" 2>/dev/null || date +%s)) / 60 + 1)")
+python3 "$root/packaging/grafana/render_fleet_dashboard.py" --prometheus "http://127.0.0.1:$prom_port" \
+  --out "$out/dashboard" --minutes "$minutes" $(command -v chromium >/dev/null && echo --screenshot) || true
 python3 "$root/bench/fleet/summarize.py" "$out" "$NODES"

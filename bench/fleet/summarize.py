@@ -2,6 +2,7 @@
 """Summarises a bench/fleet/run.sh output directory: per slowdown phase of node n1, when
 Prometheus fired SeqpointNodeSlowerThanPeers for it, its index; over the whole run, the alerts on
 healthy nodes and their largest index. Usage: summarize.py OUTDIR NODES"""
+import re
 import statistics
 import sys
 
@@ -48,7 +49,28 @@ def main():
         statistics.median(settled) if settled else 0, len(settled)))
     print("slow node outside its slow phases (+%.0f s): %d firing samples; index max %.3f" % (
         grace, len(n1_false), max(n1_healthy or [0])))
+    rank_summary(out)
     return 0
+
+
+def rank_summary(out):
+    """The DDP job's slow rank (DDP_SLOW): SeqpointRankSlowerThanPeers against the slowdown's
+    start, which the job logged ("slowdown F from step N at UNIX")."""
+    try:
+        log = open(out + "/d1/job.log").read()
+    except FileNotFoundError:
+        return
+    m = re.search(r"slowdown (\S+) from step (\d+) at (\S+)", log)
+    alerts = [(float(t), st, node, rank) for t, st, node, rank in read(out + "/rank_alerts.log")]
+    if not m:
+        print("ddp: the slowdown never began (see %s/d1/job.log)" % out)
+        return
+    t0 = float(m.group(3))
+    firing = [t for t, st, _, rank in alerts if st == "firing" and rank == "2" and t >= t0]
+    false = sorted({(rank, st) for t, st, _, rank in alerts if rank != "2" or t < t0})
+    print("ddp rank 2 slowed %sx: SeqpointRankSlowerThanPeers firing after %s; other alerts: %s" % (
+        m.group(1), "%.0f s" % (firing[0] - t0) if firing else "never",
+        "none" if not false else ", ".join("rank %s %s" % f for f in false)))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 // was closed by one (collectors/gpu/sync_window.h), for bench/gpu/prove.sh.
 //
 //   seqpoint-syncwatch record PID OUT.csv [--poll-us N]
-//       attaches the sync probes (probes/sync_probes.h) once PID maps the CUDA runtime, then
+//       attaches the sync probes (probes/sync/sync_probes.h) once PID maps the CUDA runtime, then
 //       until PID exits writes every new mark it sees, polling every N us (default 500):
 //       "last_ns,count,function". Exit 0; 1 on an error (named).
 //   seqpoint-syncwatch classify SYNCS.csv WINDOWS.csv [--bound-ms B] [--tail-ms T]
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "collectors/gpu/sync_window.h"
-#include "probes/sync_probes.h"
+#include "probes/sync/sync_probes.h"
 
 namespace {
 

@@ -66,6 +66,10 @@ bool IsGpuTimelineSample(const Sample& s) {
   return false;
 }
 
+bool IsGpuTimelineCollector(std::string_view collector) {
+  return collector == "nvml" || collector == "rocm_smi" || collector == "gpu_metrics";
+}
+
 std::string ApplySyncVerdict(const SyncWindow& window, std::vector<Sample>* samples) {
   if (window.verdict() == SyncVerdict::kClosed) return "";
   const size_t before = samples->size();

@@ -5,7 +5,7 @@
 //
 //   A measured window's GPU values (the device samples of the GPU collectors: nvml:gpu*,
 //   rocm_smi:gpu*, gpu_metrics:*) end where the GPU has finished what the CPU queued in it,
-//   as a synchronisation the process returned from says (probes/sync_probes.h:
+//   as a synchronisation the process returned from says (probes/sync/sync_probes.h:
 //   cudaStreamSynchronize, a device-to-host copy, cuCtxSynchronize, hipDeviceSynchronize, ...):
 //   - closed at the end: a sync returned at most `tail_ns` (default 2 ms) before the window's
 //     CPU end (a loop whose step ends with loss.item() inside the marked iteration): the GPU
@@ -88,6 +88,10 @@ class SyncWindow {
 // collector (nvml:, rocm_smi:, gpu_metrics:). Node energy, RAPL and process samples are not:
 // they are CPU-side or whole-node and keep the CPU window.
 bool IsGpuTimelineSample(const Sample& s);
+// Whether a collector reads the GPU's timeline (its End is what a sync closes): "nvml",
+// "rocm_smi", "gpu_metrics". The others (perf, PAPI, RAPL, the node's energy) end at the CPU
+// end marker, never later.
+bool IsGpuTimelineCollector(std::string_view collector);
 
 // Applies a final verdict to a window's samples: kClosed keeps them all; kNotClosed removes the
 // GPU-timeline samples and returns the note naming how many and why ("" when nothing was

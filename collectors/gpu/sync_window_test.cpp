@@ -1,5 +1,5 @@
 // The window rule of sync_window.h on given marks (the real probes on a real libcudart process:
-// probes/sync_probes_test.cpp).
+// probes/sync/sync_probes_test.cpp).
 #include "collectors/gpu/sync_window.h"
 
 #include <doctest/doctest.h>

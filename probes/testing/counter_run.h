@@ -149,7 +149,8 @@ inline Agreement Compare(const Measured& m, uint64_t min_own_ns, const char* wha
                << a.Quantile(a.abs_us, 1.0) << " us (" << a.Quantile(a.rel, 1.0) * 100 << "%); "
                << a.flagged << " flagged" << a.flagged_list << " (runs not seen switching "
                << "in: " << m.stats.unknown_runs << ", threads left out: " << m.stats.untracked
-               << ", snapshot retries: " << m.stats.snapshot_retries << ")");
+               << ", snapshot retries: " << m.stats.snapshot_retries
+               << ", switch-ins the tracepoint did not report: " << m.stats.unseen_runs << ")");
   return a;
 }
 

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "probes/iteration_probes.h"
-#include "probes/proc_reader.h"
-#include "probes/process_discovery.h"
+#include "probes/discovery/proc_reader.h"
+#include "probes/discovery/process_discovery.h"
 #include "probes/tool/trace_output.h"
 
 namespace seqpoint::probes {
@@ -49,6 +49,7 @@ class ProbeSession : public DiscoveryListener {
       std::fprintf(options_.log, "seqpoint probe: pid %d (%s): attached %s -> %s\n", pid,
                    targets.identity.comm.c_str(), probes_->Describe(pid).c_str(),
                    output_->PathFor(pid).c_str());
+      if (options_.on_attach) options_.on_attach(pid);
     }
     ever_attached_.insert(pid);
     return true;
@@ -198,6 +199,7 @@ Status RunProbeTool(const ProbeToolOptions& options) {
                  "or a configured library\n",
                  options.pid);
   }
+  if (options.on_ready) options.on_ready();
 
   int epoll = epoll_create1(EPOLL_CLOEXEC);
   if (epoll < 0) return Internal(std::string("epoll_create1: ") + std::strerror(errno));

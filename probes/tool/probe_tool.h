@@ -28,6 +28,11 @@ struct ProbeToolOptions {
   uint32_t max_seq_len = 1u << 20;
   std::function<bool()> stop;  // polled between waits; true ends the capture
   std::FILE* log = stderr;     // progress and the final summary
+  // Called once the probes are loaded and discovery follows processes (before any waiting),
+  // and after each attach to a process: a caller that starts the workload can wait for these
+  // instead of guessing how long loading takes on a loaded machine. Run on the capture loop.
+  std::function<void()> on_ready;
+  std::function<void(int pid)> on_attach;
 };
 
 // Resolves the output pattern: with --all, a path without "{pid}" gets ".{pid}" before its

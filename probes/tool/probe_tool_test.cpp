@@ -66,12 +66,10 @@ TEST_CASE("probe tool: --pid writes a trace that the trace reader loads, until t
   ProbeToolOptions options;
   options.pid = child->pid();
   options.out = (dir / "trace.csv").string();
-  std::thread go([&] {
-    usleep(300000);  // the tool attaches within this; iterations before attach would be missed
-    (void)child->WriteLine("go");
-  });
+  // Started once attached: iterations before the attach would be missed, and an attach can take
+  // a second on a loaded machine.
+  options.on_attach = [&](int) { (void)child->WriteLine("go"); };
   Status s = RunProbeTool(options);  // returns when the process exits
-  go.join();
   REQUIRE_MESSAGE(s.ok(), s.ToString());
   REQUIRE(child->Wait().ok());
   auto trace = LoadTrace(options.out);
@@ -118,7 +116,7 @@ TEST_CASE("probe tool: --pid --wait follows a process until it loads the provide
       "sys.stdin.readline()\n"
       "import seqpoint_probe\n"  // dlopens libseqpoint_usdt.so only now
       "import time\n"
-      "time.sleep(0.5)\n"  // the tool attaches on the ld.so event meanwhile
+      "sys.stdin.readline()\n"  // the tool attached on the ld.so event
       "for i in range(20):\n"
       "    with seqpoint_probe.iteration(seq_len=3 + i):\n"
       "        time.sleep(0.001)\n";
@@ -130,12 +128,9 @@ TEST_CASE("probe tool: --pid --wait follows a process until it loads the provide
   options.pid = child->pid();
   options.wait = true;
   options.out = (dir / "py.csv").string();
-  std::thread go([&] {
-    usleep(300000);
-    (void)child->WriteLine("go");
-  });
+  options.on_ready = [&] { (void)child->WriteLine("go"); };        // waiting: load the library
+  options.on_attach = [&](int) { (void)child->WriteLine("go"); };  // attached: iterate
   Status s = RunProbeTool(options);
-  go.join();
   REQUIRE_MESSAGE(s.ok(), s.ToString());
   REQUIRE(child->Wait().ok());
   auto trace = LoadTrace(options.out);
@@ -154,13 +149,9 @@ TEST_CASE("probe tool: --pid --wait on a process that exits first ends with the 
   options.pid = child->pid();
   options.wait = true;
   options.out = "/dev/null";
-  std::thread go([&] {
-    usleep(300000);
-    (void)child->WriteLine("go");
-    (void)child->Wait();
-  });
+  options.on_ready = [&] { (void)child->WriteLine("go"); };  // waiting: now it may exit
   Status s = RunProbeTool(options);
-  go.join();
+  (void)child->Wait();
   CHECK(s.code() == ErrorCode::kNotFound);
   CHECK(s.message().find("never carried the seqpoint provider") != std::string::npos);
 }

@@ -93,7 +93,8 @@ TEST_CASE("agent ddp e2e: a 2-rank gloo job under torchrun's environment is one 
     CHECK(ranks["world_size"] == 2);
     CHECK(ranks["ranks"].size() == 2);
     for (const json& r : ranks["ranks"]) CHECK(r["status"] == "live");
-    // Each rank's entry into gloo's allreduce is probed (probes/collective_probes.h): while
+    // Each rank's entry into gloo's allreduce is probed (probes/collectives/collective_probes.h):
+    // while
     // the job trains, its steps are judged for a straggler and counted on /metrics.
     const bool judged = WaitFor([&] { return SumOf(d.Metrics(), kCollectiveSteps) > 0; });
     CHECK_MESSAGE(judged, d.Metrics());

@@ -1,12 +1,12 @@
 // See target_finder.h.
-#include "probes/target_finder.h"
+#include "probes/discovery/target_finder.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "probes/elf_file.h"
+#include "probes/discovery/elf_file.h"
 
 namespace seqpoint::probes {
 namespace {

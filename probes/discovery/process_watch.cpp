@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "probes/process_watch_skeleton.h"
+#include "probes/discovery/process_watch_skeleton.h"
 #include "process_watch_bpf.skel.h"
 
 namespace seqpoint::probes {

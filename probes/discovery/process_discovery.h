@@ -32,8 +32,8 @@
 
 #include "common/status.h"
 #include "probes/libbpf_util.h"
-#include "probes/process_watch_skeleton.h"
-#include "probes/target_finder.h"
+#include "probes/discovery/process_watch_skeleton.h"
+#include "probes/discovery/target_finder.h"
 
 namespace seqpoint::probes {
 

@@ -2,7 +2,7 @@
 // (https://sourceware.org/systemtap/wiki/UserSpaceProbeImplementation): note owner "stapsdt",
 // type 3, descriptor = pc, base, semaphore (3 x 8 bytes on 64-bit), then provider\0 name\0
 // args\0.
-#include "probes/elf_file.h"
+#include "probes/discovery/elf_file.h"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "probes/proc_reader.h"
+#include "probes/discovery/proc_reader.h"
 #include "probes/zero_code_probe.h"
 #include "common/status.h"
 

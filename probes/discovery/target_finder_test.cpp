@@ -1,6 +1,6 @@
 // procfs parsing, ELF reading and target choice against fixture trees (testdata/, captured from
 // a real process) and the real ELF files this build produces. No root needed.
-#include "probes/target_finder.h"
+#include "probes/discovery/target_finder.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "probes/elf_file.h"
-#include "probes/proc_reader.h"
+#include "probes/discovery/elf_file.h"
+#include "probes/discovery/proc_reader.h"
 #include "probes/testing/child_process.h"
 
 namespace seqpoint::probes {
@@ -23,7 +23,7 @@ using testing::TestProgram;
 std::string SourcePath(const std::string& relative) {
   const char* root = std::getenv("SEQPOINT_SOURCE_DIR");
   fs::path here = fs::path(__FILE__).parent_path();  // the source tree this test was built from
-  return (root != nullptr ? fs::path(root) / "probes" : here).string() + "/" + relative;
+  return (root != nullptr ? fs::path(root) / "probes/discovery" : here).string() + "/" + relative;
 }
 
 // A temporary /proc: the captured fixture files plus real ELF files under <pid>/root.

@@ -1,7 +1,7 @@
 // Discovery with real exec/exit tracepoints and ld.so uprobes on real processes: processes
 // started after the agent, already running, loading the provider late (Python), eight at once,
 // and one in a chroot (a container's view of the file system).
-#include "probes/process_discovery.h"
+#include "probes/discovery/process_discovery.h"
 
 #include <doctest/doctest.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // See sync_probes.h.
-#include "probes/sync_probes.h"
+#include "probes/sync/sync_probes.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <utility>
 
-#include "probes/elf_file.h"
-#include "probes/proc_reader.h"
-#include "probes/sync_probe.h"
+#include "probes/discovery/elf_file.h"
+#include "probes/discovery/proc_reader.h"
+#include "probes/sync/sync_probe.h"
 #include "probes/zero_code_probe.h"
 #include "sync_probe_bpf.skel.h"
 

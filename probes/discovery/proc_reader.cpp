@@ -1,7 +1,7 @@
 // See proc_reader.h. Formats: proc(5) for maps ("start-end perms offset dev inode   path") and
 // stat (field 2 is "(comm)" and may hold spaces or parentheses, so fields are counted after the
 // last ')').
-#include "probes/proc_reader.h"
+#include "probes/discovery/proc_reader.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

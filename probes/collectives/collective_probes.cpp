@@ -1,16 +1,16 @@
 // See collective_probes.h. Symbols: libtorch 1.13's torch/csrc/distributed/c10d/
 // ProcessGroupGloo.hpp (the virtual overrides DDP's reducer reaches through ProcessGroup;
 // mangled names from `nm -D libtorch_cpu.so`), NCCL's and RCCL's nccl.h (C linkage).
-#include "probes/collective_probes.h"
+#include "probes/collectives/collective_probes.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
 #include "collective_probe_bpf.skel.h"
-#include "probes/collective_probe.h"
-#include "probes/elf_file.h"
-#include "probes/proc_reader.h"
+#include "probes/collectives/collective_probe.h"
+#include "probes/discovery/elf_file.h"
+#include "probes/discovery/proc_reader.h"
 #include "probes/zero_code_probe.h"
 
 namespace seqpoint::probes {

@@ -1,5 +1,5 @@
 // See process_discovery.h.
-#include "probes/process_discovery.h"
+#include "probes/discovery/process_discovery.h"
 
 #include <bpf/libbpf.h>
 #include <string.h>
@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "probes/proc_reader.h"
-#include "probes/process_watch.h"
+#include "probes/discovery/proc_reader.h"
+#include "probes/discovery/process_watch.h"
 
 namespace seqpoint::probes {
 namespace {

@@ -2,7 +2,7 @@
 // toolkit; no GPU needed: each call is entered and returns an error at once). The toolkit is
 // found in $SEQPOINT_CUDA_LIB_DIR, else /usr/local/cuda/lib64; without it the cases skip and
 // say so.
-#include "probes/sync_probes.h"
+#include "probes/sync/sync_probes.h"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "probes/libbpf_util.h"
-#include "probes/process_watch.h"
+#include "probes/discovery/process_watch.h"
 #include "common/status.h"
 
 struct process_watch_bpf;

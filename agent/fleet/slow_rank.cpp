@@ -1,0 +1,100 @@
+// See slow_rank.h.
+#include "agent/fleet/slow_rank.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace seqpoint::daemon::fleet {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Siegmund's approximation of the in-control mean run length of a one-sided CUSUM on unit
+// normal values with reference k and threshold h.
+double Arl0(double k, double h) {
+  const double a = 2 * k * (h + 1.166);
+  return (std::exp(a) - a - 1) / (2 * k * k);
+}
+
+// The noise of x from first differences: a level shift moves one difference, not the median.
+double RobustSigma(const std::deque<double>& v) {
+  std::vector<double> d;
+  for (size_t i = 1; i < v.size(); ++i) d.push_back(std::fabs(v[i] - v[i - 1]));
+  return 1.4826 * Median(std::move(d)) / std::sqrt(2.0);
+}
+
+}  // namespace
+
+double CusumThreshold(double k, double arl0) {
+  double lo = 0, hi = 1;
+  while (Arl0(k, hi) < arl0 && hi < 1e6) hi *= 2;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (Arl0(k, mid) < arl0 ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+std::vector<int32_t> SlowRankTest::Step(uint64_t iter, const std::vector<RankCompute>& ranks) {
+  std::vector<int32_t> raised;
+  // log(compute per token) of each measured rank.
+  std::vector<double> y(ranks.size(), 0);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].compute_ns > 0 && ranks[i].tokens > 0) {
+      y[i] = std::log(static_cast<double>(ranks[i].compute_ns) /
+                      static_cast<double>(ranks[i].tokens));
+    }
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].compute_ns == 0 || ranks[i].tokens == 0) continue;
+    std::vector<double> peers;
+    const double t = static_cast<double>(ranks[i].tokens);
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      if (j == i || ranks[j].compute_ns == 0 || ranks[j].tokens == 0) continue;
+      if (std::fabs(static_cast<double>(ranks[j].tokens) / t - 1) > options_.match_tolerance) {
+        continue;  // not at equal SL: says nothing about r's hardware
+      }
+      peers.push_back(y[j]);
+    }
+    if (!peers.empty()) Update(ranks[i].rank, iter, y[i] - Median(std::move(peers)), &raised);
+  }
+  return raised;
+}
+
+void SlowRankTest::Update(int32_t rank, uint64_t iter, double x, std::vector<int32_t>* raised) {
+  SlowRankState& s = states_[rank];
+  std::deque<double>& v = values_[rank];
+  v.push_back(x);
+  if (v.size() > kWindow) v.pop_front();
+  ++s.tested;
+  double sum = 0;
+  for (double e : v) sum += e;
+  s.ratio = std::exp(sum / static_cast<double>(v.size()));
+  if (v.size() < kWarmup) return;
+  s.sigma = std::max(RobustSigma(v), options_.min_sigma);
+  const double delta = std::log1p(options_.min_slowdown);
+  const double k = delta / (2 * s.sigma);
+  s.threshold = CusumThreshold(k, options_.false_alarm_steps);
+  // One step adds at most 1/kMinSteps of h: a single stall (a page-fault storm, a collector's
+  // pause, a heavy-tailed scheduler delay that the normal model behind h does not know) cannot
+  // raise the alarm alone.
+  const double step = std::min(x / s.sigma - k, s.threshold / static_cast<double>(kMinSteps));
+  s.cusum = std::max(0.0, s.cusum + step);
+  if (!s.slow && s.cusum > s.threshold) {
+    s.slow = true;
+    ++s.alarms;
+    s.alarm_step = iter;
+    raised->push_back(rank);
+  }
+  if (s.slow) {
+    s.cusum = std::min(s.cusum, 2 * s.threshold);
+    if (s.cusum == 0) s.slow = false;
+  }
+}
+
+}  // namespace seqpoint::daemon::fleet
