@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "firmware-shim/gpu_device.h"
-#include "firmware-shim/gpu_metrics.h"
+#include "firmware-shim/gpu_metrics/gpu_metrics.h"
 #include "firmware-shim/sysfs_file.h"
 
 namespace {

@@ -7,7 +7,7 @@ Usage: bench/interval_coverage.py [--seqpoint build/agent/cli/seqpoint] [--runs-
        bench/interval_coverage.py --million-replay [--seqpointd build/agent/daemon/seqpointd]
 
 Runs `seqpoint evaluate --online --json` (the selector and the whole-run estimator seqpointd
-runs: selector/whole_run_estimator.h) on:
+runs: selector/estimate/whole_run_estimator.h) on:
   - resampled recorded PyTorch runs: tests/data/online/*.csv and tests/data/agent/*.csv (real
     python3-torch and libtorch traces, every iteration measured). Each variant is a seeded
     moving-block resample: the run is cut into blocks of 64 iterations, and block j is drawn

@@ -1,7 +1,7 @@
-// One recorded run through the whole-run estimator (selector/whole_run_estimator.h), with the
-// daemon's own choice of measured iterations when it is given: why a live projection missed
-// its interval can then be read off the strata it stood on. bench/interval_coverage.py --live
-// runs it on the true-numbers harness's outputs (bench/true_numbers.py).
+// One recorded run through the whole-run estimator (selector/estimate/whole_run_estimator.h),
+// with the daemon's own choice of measured iterations when it is given: why a live projection
+// missed its interval can then be read off the strata it stood on. bench/interval_coverage.py
+// --live runs it on the true-numbers harness's outputs (bench/true_numbers.py).
 //
 // Usage: interval_coverage_replay TRACE [--measured FILE] [--per-doubling N] [--strata]
 //   TRACE     a trace CSV (docs/trace-csv.md) with time_ns and any other metric columns
@@ -21,8 +21,8 @@
 #include <string>
 
 #include "common/trace_csv.h"
+#include "selector/estimate/whole_run_estimator.h"
 #include "selector/online_selector.h"
-#include "selector/whole_run_estimator.h"
 
 using namespace seqpoint;
 using namespace seqpoint::selector;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "selector/estimate/stratified_projection.h"
 #include "selector/online_selector.h"
-#include "selector/stratified_projection.h"
 
 using namespace seqpoint::selector;
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "selector/estimate/stratified_projection.h"
 #include "selector/offline_selector.h"
 #include "selector/online_selector.h"
-#include "selector/stratified_projection.h"
 
 using namespace seqpoint::selector;
 

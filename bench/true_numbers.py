@@ -2,7 +2,8 @@
 """Every iteration seqpointd measured, held against the workload's own reading of the same
 iteration (issue 19's evidence), on real PyTorch marked with the Python module.
 
-A private seqpointd (its own state dir and socket, runs.only_key, perf task-clock) watches
+A private seqpointd (its own state dir and socket, runs.only_key, perf task-clock and
+context-switches) watches
 runs of bench/true_numbers/loop.py, a small LSTM loop that records, for every iteration, its own
 wall time and process CPU time (CLOCK_PROCESS_CPUTIME_ID) read beside the begin and end marks.
 After each run the measured iterations are read from the daemon's store (state.db, table
@@ -33,6 +34,8 @@ a thread born and ended inside, or a tick-old sibling); worst = largest
 "in" when the 95% interval covers it, "(unbounded)" when it has no upper bound; steal = the
 daemon's counter windows with hypervisor steal subtracted from task-clock / left out for too
 much steal over the run (seqpoint_probe_counting_windows_total).
+Below the table: context switches per measured iteration, the probes' count less the loop's own
+(getrusage, read inside its thread clock reads: loop.py), over every loop.py run.
 
 Each run stops at --iterations (300) or --seconds (35), whichever comes first: with OpenMP
 spinning and as many threads as CPUs, a loaded machine makes an iteration ten times slower.
@@ -93,7 +96,8 @@ class Daemon:
         self.state = os.path.join(out, "state")
         conf = os.path.join(out, "seqpointd.toml")
         with open(conf, "w") as f:
-            f.write('[collectors]\nperf.events = ["task-clock"]\n[runs]\nonly_key = "%s"\n'
+            f.write('[collectors]\nperf.events = ["task-clock", "context-switches"]\n'
+                    '[runs]\nonly_key = "%s"\n'
                     % key_prefix)
         self.env = dict(os.environ, SEQPOINT_CONTROL_SOCKET=os.path.join(out, "run",
                                                                          "control.sock"))
@@ -328,7 +332,13 @@ def analyse(name, rows, stored, run, show, probe_flagged, steal):
     cpu_total = sum(reference_ns(r) for r in rows)
     wall_total = sum(r["wall_ns"] for r in rows)
     n = len(with_tc)
+    # Context switches against the loop's own getrusage count of the same iteration (loop.py
+    # only): probes - own, per iteration.
+    switch_diffs = sorted(int(round(stored[it]["perf:context-switches"])) - own[it]["switches"]
+                          for it in counted
+                          if "perf:context-switches" in stored[it] and "switches" in own[it])
     return {
+        "switch_diffs": switch_diffs,
         "name": name, "iterations": len(rows), "measured": len(measured),
         "controls": len(controls), "counted": len(counted), "with_tc": n,
         "unsure": len(unsure), "flagged": len(counted) - n - len(unsure),
@@ -386,6 +396,12 @@ def print_total(results):
         tot["iterations"], tot["measured"], tot["controls"], share(tot["flagged"], tot["counted"]),
         tot["unsure"],
         share(tot["w1"], tot["with_tc"]), share(tot["w3"], tot["with_tc"]), worst))
+    d = sorted(x for r in results for x in r.get("switch_diffs", []))
+    if d:
+        print("context switches per iteration, probes - the loop's own getrusage count over %d "
+              "iterations: %d equal, %d within 2, min %+d, median %+d, max %+d" % (
+                  len(d), sum(x == 0 for x in d), sum(abs(x) <= 2 for x in d), d[0],
+                  d[len(d) // 2], d[-1]))
     errs = sorted(e for r in results for e in r["errs"])
     if errs:
         q = lambda f: errs[min(len(errs) - 1, int(f * (len(errs) - 1) + 0.5))]

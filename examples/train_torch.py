@@ -524,6 +524,11 @@ def run(args):
            args.trace, "" if slow_from is None else " slowdown_from_iter=%d" % slow_from,
            " rank=%d/%d" % (rank, world) if args.ddp else ""),
           flush=True)
+    if args.ddp:
+        # PyTorch 1.13's gloo group can deadlock in its destructors at interpreter exit (the
+        # Reducer joins a gloo worker waiting for the GIL it holds): leave without them.
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # Set before torch loads (the C++ trainer's run-train.sh does the same): OpenBLAS starts its own

@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 #include "firmware-shim/energy_accumulator.h"
-#include "firmware-shim/gpu_metrics.h"
+#include "firmware-shim/gpu_metrics/gpu_metrics.h"
 #include "firmware-shim/hwmon.h"
 #include "firmware-shim/sysfs_file.h"
 

@@ -1,13 +1,13 @@
 #include "firmware-shim/sysfs_file.h"
 
-#include "common/file_error.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "common/file_error.h"
 
 namespace seqpoint::firmware {
 

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "firmware-shim/energy_accumulator.h"
-#include "firmware-shim/gpu_metrics.h"
+#include "firmware-shim/gpu_metrics/gpu_metrics.h"
 
 namespace {
 

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "probes/iteration_probe_skeleton.h"
 #include "probes/probe_pins.h"
@@ -82,6 +85,48 @@ uint64_t StealTimeFromRunQueue() {
   }
   btf__free(vmlinux);
   return steal < 0 || rq < 0 ? 0 : static_cast<uint64_t>(steal - rq);
+}
+
+// Whether struct `type` of vmlinux BTF has a member `member` (what bpf_core_field_exists asks).
+bool HasMember(const btf* vmlinux, const char* type, const char* member) {
+  const int id = btf__find_by_name_kind(vmlinux, type, BTF_KIND_STRUCT);
+  if (id <= 0) return false;
+  const btf_type* t = btf__type_by_id(vmlinux, id);
+  const btf_member* m = btf_members(t);
+  for (int i = 0; i < btf_vlen(t); ++i, ++m) {
+    const char* name = btf__name_by_offset(vmlinux, m->name_off);
+    if (name != nullptr && std::strcmp(name, member) == 0) return true;
+  }
+  return false;
+}
+
+// The steal source the counter path uses (SP_STEAL_KNOWN and cpu_steal in
+// probe_counters.bpf.h): {source, why}.
+std::pair<std::string, std::string> StealSource(uint32_t steal_cpus, uint64_t steal_time_off) {
+  if (steal_cpus == 0) {
+    return {"none",
+            "this kernel has no bpf_loop (Linux 5.17+): a thread on a CPU at a probe is counted by "
+            "wall time, what a hypervisor stole included"};
+  }
+  btf* vmlinux = btf__load_vmlinux_btf();
+  const bool known = vmlinux != nullptr && HasMember(vmlinux, "rq", "prev_steal_time_rq") &&
+                     HasMember(vmlinux, "sched_entity", "cfs_rq") &&
+                     HasMember(vmlinux, "cfs_rq", "rq");
+  btf__free(vmlinux);
+  if (!known) {
+    return {"none",
+            "this kernel does not give steal time to the scheduler "
+            "(CONFIG_PARAVIRT_TIME_ACCOUNTING, CONFIG_FAIR_GROUP_SCHED): a thread on a CPU at a "
+            "probe is counted by wall time, what a hypervisor stole included"};
+  }
+  if (steal_time_off != 0) {
+    return {"kvm_steal_time",
+            "KVM's per-CPU steal_time record, checked against the run queue's copy at every "
+            "read; a read that fails the check uses that copy (steal_stale windows)"};
+  }
+  return {"run_queue",
+          "the run queues' copies (no KVM steal_time record in this kernel): up to a tick old, so "
+          "a window that lost over 1/200 of its CPU time to steal has task-clock left out"};
 }
 
 Status PinSharedMaps(iteration_probe_bpf* skel, const std::string& dir) {
@@ -160,6 +205,10 @@ Result<std::unique_ptr<IterationProbeSkeleton>> IterationProbeSkeleton::Load(
   const bool loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) > 0;
   raw->rodata->steal_cpus = cpus <= 0 || !loop ? 0u : std::min<uint32_t>(cpus, SP_MAX_CPUS);
   raw->rodata->steal_time_off = self->counters_why_not_.empty() ? StealTimeFromRunQueue() : 0;
+  if (self->counters_why_not_.empty()) {
+    std::tie(self->steal_source_, self->steal_source_why_) =
+        StealSource(raw->rodata->steal_cpus, raw->rodata->steal_time_off);
+  }
   if (!self->counters_why_not_.empty()) {
     bpf_program__set_autoload(raw->progs.sp_sched_switch, false);
     bpf_program__set_autoload(raw->progs.sp_cnt_exec, false);

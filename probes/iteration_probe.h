@@ -341,6 +341,8 @@ enum sp_stat {
   SP_STAT_GATE_NO_SL,     /* zero-code gate passed with no SL recorded in its thread */
   SP_STAT_COUNTER_STEAL,  /* counter windows whose time on a CPU had stolen time subtracted */
   SP_STAT_COUNTER_STOLEN, /* of them, left out: too much stolen (SP_COUNTERS_STOLEN) */
+  SP_STAT_COUNTER_STEAL_STALE, /* counter windows with a CPU's steal read from its run queue's
+                                  copy (SP_STEAL_STALE): KVM's record absent or failing its check */
   SP_STAT_COUNT,
 };
 

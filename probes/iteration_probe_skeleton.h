@@ -66,6 +66,13 @@ class IterationProbeSkeleton {
   // Whether the probes read perf counters (probe_counters.h); why not, when they do not.
   bool counters_supported() const { return counters_why_not_.empty(); }
   const std::string& counters_why_not() const { return counters_why_not_; }
+  // Where the counter path reads hypervisor steal time (probe_counters.bpf.h), chosen at load:
+  // "kvm_steal_time" (KVM's per-CPU record, checked against the run queue's copy at every read,
+  // which a failing read falls back to: SP_STAT_COUNTER_STEAL_STALE), "run_queue" (the run
+  // queue's copy only, up to a tick old), "none" (steal not subtracted), or "" when the counter
+  // path is off. steal_source_why() says why, in a sentence.
+  const std::string& steal_source() const { return steal_source_; }
+  const std::string& steal_source_why() const { return steal_source_why_; }
   // sp_sched_switch, which banks counted threads as they switch (counters only), and
   // sp_cnt_exec, which follows a thread that calls exec to its new tid.
   Result<LinkPtr> AttachSchedSwitch();
@@ -94,6 +101,8 @@ class IterationProbeSkeleton {
   iteration_probe_bpf* skel_;
   bool zero_code_supported_ = false;
   std::string counters_why_not_ = "not loaded";
+  std::string steal_source_;
+  std::string steal_source_why_;
   uint32_t ring_buffer_bytes_ = 0;
 };
 

@@ -57,12 +57,9 @@ std::vector<Key> KeysWhere(int fd, Match match) {
 }
 
 sp_zero_code_config BpfConfig(const ZeroCodeProbe& probe) {
-  return {probe.arg_index,
-          probe.arg_bytes,
-          probe.deref ? 1u : 0u,
-          static_cast<uint32_t>(probe.reduce),
-          probe.gated() ? 1u : 0u,
-          probe.gate_arg,
+  return {probe.arg_index,         probe.arg_bytes,
+          probe.deref ? 1u : 0u,   static_cast<uint32_t>(probe.reduce),
+          probe.gated() ? 1u : 0u, probe.gate_arg,
           probe.gate_value};
 }
 
@@ -144,6 +141,10 @@ int IterationProbes::OnRecord(void* ctx, void* data, size_t size) {
   if (self->pins_ && !self->reading_legacy_ &&
       self->attached_.count(static_cast<int>(record.pid)) == 0) {
     ++self->stats_.stale;
+    return 0;
+  }
+  if (!self->handover_.empty() && self->HandedOverTwice(record)) {
+    ++self->stats_.handed_over_twice;
     return 0;
   }
   self->Deliver(FromRecord(record));
@@ -239,8 +240,7 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
       Role role = t.kind == AttachTarget::Kind::kBoundaryFunction ? Role::kBoundary
                   : t.kind == AttachTarget::Kind::kGateFunction   ? Role::kGate
                                                                   : Role::kSl;
-      link = skel_->AttachZeroCode(pid, t.open_path, t.function, static_cast<uint32_t>(slot),
-                                   role);
+      link = skel_->AttachZeroCode(pid, t.open_path, t.function, static_cast<uint32_t>(slot), role);
       source = "zero-code " + slots_[slot].name +
                (role == Role::kBoundary ? " boundary "
                 : role == Role::kGate   ? " gate "
@@ -523,6 +523,7 @@ IterationProbeStats IterationProbes::totals() const {
   out.malformed = stats_.malformed;
   out.exited_mid_iteration = stats_.exited_mid_iteration;
   out.stale = stats_.stale;
+  out.handed_over_twice = stats_.handed_over_twice;
   out.forced_commits = stats_.forced_commits;
   out.pin_failures = stats_.pin_failures;
   out.hook_latency = stats_.hook_latency;

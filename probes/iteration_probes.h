@@ -38,16 +38,17 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/status.h"
+#include "probes/discovery/target_finder.h"
 #include "probes/iteration_probe.h"
 #include "probes/iteration_probe_skeleton.h"
+#include "probes/probe_counters.h"
 #include "probes/probe_pins.h"
 #include "probes/ring_reader.h"
-#include "probes/probe_counters.h"
-#include "probes/discovery/target_finder.h"
 #include "probes/zero_code_probe.h"
-#include "common/status.h"
 
 namespace seqpoint::probes {
 
@@ -135,10 +136,11 @@ struct IterationProbeStats {
   uint64_t received = 0;                         // records consumed
   uint64_t malformed = 0;  // records of an unexpected size (a bug: never expected)
   uint64_t exited_mid_iteration = 0;
-  uint64_t stale = 0;           // pinned: records of processes no longer attached (dropped)
-  uint64_t forced_commits = 0;  // pinned: commits made because the ring was half full
-  uint64_t pin_failures = 0;    // pinned: attachments whose links could not be pinned
-  LatencyStats hook_latency;  // probe fire -> OnBegin / hooked OnEnd
+  uint64_t stale = 0;              // pinned: records of processes no longer attached (dropped)
+  uint64_t handed_over_twice = 0;  // pinned: ends both generations saw at a hand-over (one kept)
+  uint64_t forced_commits = 0;     // pinned: commits made because the ring was half full
+  uint64_t pin_failures = 0;       // pinned: attachments whose links could not be pinned
+  LatencyStats hook_latency;       // probe fire -> OnBegin / hooked OnEnd
   std::map<int, PidProbeStats> per_pid;
   uint64_t lost() const { return kernel[SP_STAT_LOST]; }
 };
@@ -192,6 +194,9 @@ class IterationProbes {
   }
   ProbeCounterProcStats CounterStats(int pid) const { return counters_->StatsOf(pid); }
   const std::string& counters_why_not() const { return skel_->counters_why_not(); }
+  // Where the counter path reads hypervisor steal (IterationProbeSkeleton::steal_source).
+  const std::string& steal_source() const { return skel_->steal_source(); }
+  const std::string& steal_source_why() const { return skel_->steal_source_why(); }
 
   void SetHookMode(HookMode mode);
   Status WantIteration(int pid, uint64_t iter);
@@ -256,7 +261,9 @@ class IterationProbes {
   Status OpenPins(IterationProbeSkeletonConfig* config);
   void AdoptPinned();
   void PinNewLinks(int pid, const std::string& key, const std::set<int>& before);
-  void RetireLegacy(int pid);
+  void RetireLegacy(int pid);                    // once our programs record it
+  bool HandedOverTwice(const sp_event& record);  // an end the old generation delivered already
+  void EndHandovers(uint64_t now_ns);
   int ReadLegacy();
 
   IterationProbesOptions options_;  // options_.zero_code: the current set, as configured
@@ -286,6 +293,11 @@ class IterationProbes {
   };
   std::unique_ptr<ProbePins> pins_;
   std::vector<Legacy> legacy_;
+  struct Handover {
+    uint64_t until_ns = 0;                                // UINT64_MAX while under way
+    std::set<std::pair<uint64_t, uint32_t>> legacy_ends;  // (iteration, tid) the old ring ended
+  };
+  std::map<int, Handover> handover_;  // processes taken over from another generation, recently
   std::vector<CarriedOver> carried_;
   bool released_ = false;
   bool reading_legacy_ = false;  // delivering an older generation's records

@@ -10,17 +10,23 @@
 //
 // Another generation (an upgrade that changed the BPF object, a new ring size): its maps cannot
 // be reused. Its ring is drained first, its processes are carried over, and each keeps its old
-// probes until the new owner attaches it afresh (AttachTargets); then, in that order, the old
-// programs are told to ignore it, its open iterations move to the new maps, and its old links
-// are unpinned (RetireLegacy). Between the first two steps (microseconds) an iteration that
-// ends may be reported by both generations. Whatever has not been attached afresh within
-// kLegacyGraceNs is retired anyway, and the old generation's pins are removed.
+// probes until the new owner attaches it afresh (AttachTargets). From the moment our programs
+// take it, both generations record it: its open iterations are copied to our maps, the old
+// programs are told to ignore it, copies of what ended meanwhile are taken back, and its old
+// links are unpinned (RetireLegacy). An end both generations saw in between is delivered once:
+// the old ring is read first, and our record of the same iteration and thread is dropped
+// (HandedOverTwice), so none is reported twice or without its begin. Whatever has not been
+// attached afresh within kLegacyGraceNs is retired anyway, and the old generation's pins are
+// removed.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "probes/iteration_probes.h"
 
@@ -28,6 +34,8 @@ namespace seqpoint::probes {
 namespace {
 
 constexpr uint64_t kLegacyGraceNs = 30'000'000'000ull;
+// After a process's hand-over, how long the old ring's ends are remembered to drop their echoes.
+constexpr uint64_t kHandoverNs = 2'000'000'000ull;
 
 uint64_t NowNs() {
   timespec ts{};
@@ -48,24 +56,48 @@ uint32_t ValueSize(int map_fd) {
   return bpf_obj_get_info_by_fd(map_fd, &info, &len) == 0 ? info.value_size : 0;
 }
 
-// Moves the entries `mine(key, value)` selects from an old generation's map to ours, when both
-// share a layout.
+// The entries of an old generation's map that `mine(key, value)` selects, when its layout is ours.
 template <typename Key, typename Value, typename Mine>
-void MoveEntries(int from, int to, Mine mine) {
-  if (from < 0 || ValueSize(from) != sizeof(Value) || ValueSize(to) != sizeof(Value)) return;
-  std::vector<std::pair<Key, Value>> moved;
+std::vector<std::pair<Key, Value>> EntriesOf(int from, int to, Mine mine) {
+  std::vector<std::pair<Key, Value>> out;
+  if (from < 0 || ValueSize(from) != sizeof(Value) || ValueSize(to) != sizeof(Value)) return out;
   Key key{}, next{};
   const Key* prev = nullptr;
   while (bpf_map_get_next_key(from, prev, &next) == 0) {
     Value v{};
-    if (bpf_map_lookup_elem(from, &next, &v) == 0 && mine(next, v)) moved.push_back({next, v});
+    if (bpf_map_lookup_elem(from, &next, &v) == 0 && mine(next, v)) out.push_back({next, v});
     key = next;
     prev = &key;
   }
-  for (const auto& [k, v] : moved) {
-    bpf_map_update_elem(to, &k, &v, BPF_NOEXIST);  // the new probes may have begun it already
-    bpf_map_delete_elem(from, &k);
+  return out;
+}
+
+template <typename Key, typename Value>
+void CopyInto(int to, const std::vector<std::pair<Key, Value>>& entries) {
+  for (const auto& [k, v] : entries) bpf_map_update_elem(to, &k, &v, BPF_NOEXIST);
+}
+
+// After the old programs stopped: a copied entry the old map no longer holds as it was (that
+// iteration ended, or its thread began another, in the old programs before ours had the copy) is
+// taken back from ours unless ours rewrote it. Nothing else is copied: whatever began after our
+// programs took the process is in our maps already, and copying it again could revive an entry
+// our programs have ended since.
+template <typename Key, typename Value>
+void TakeBackEnded(int from, int to, const std::vector<std::pair<Key, Value>>& copied) {
+  for (const auto& [k, v] : copied) {
+    Value old{}, ours{};
+    if (bpf_map_lookup_elem(from, &k, &old) == 0 && std::memcmp(&old, &v, sizeof(v)) == 0) {
+      continue;
+    }
+    if (bpf_map_lookup_elem(to, &k, &ours) == 0 && std::memcmp(&ours, &v, sizeof(v)) == 0) {
+      bpf_map_delete_elem(to, &k);
+    }
   }
+}
+
+template <typename Key, typename Value, typename Mine>
+void DeleteFrom(int from, int to, Mine mine) {
+  for (const auto& [k, v] : EntriesOf<Key, Value>(from, to, mine)) bpf_map_delete_elem(from, &k);
 }
 
 }  // namespace
@@ -151,19 +183,50 @@ void IterationProbes::PinNewLinks(int pid, const std::string& key, const std::se
 }
 
 void IterationProbes::RetireLegacy(int pid) {
+  const uint32_t upid = static_cast<uint32_t>(pid);
   for (Legacy& l : legacy_) {
     auto it = l.pids.find(pid);
     if (it == l.pids.end()) continue;
-    const uint32_t upid = static_cast<uint32_t>(pid);
-    if (l.pids_fd >= 0) bpf_map_delete_elem(l.pids_fd, &upid);  // its old programs stop
-    MoveEntries<sp_inflight_key, sp_inflight>(
+    handover_[pid].until_ns = UINT64_MAX;  // until the old ring's last records are read
+    auto inflight = EntriesOf<sp_inflight_key, sp_inflight>(
         l.inflight_fd, skel_->inflight_fd(),
         [&](const sp_inflight_key& k, const sp_inflight&) { return k.pid == upid; });
-    MoveEntries<uint32_t, sp_thread_open>(
+    auto open = EntriesOf<uint32_t, sp_thread_open>(
+        l.thread_open_fd, skel_->thread_open_fd(),
+        [&](uint32_t, const sp_thread_open& v) { return v.pid == upid; });
+    CopyInto(skel_->inflight_fd(), inflight);
+    CopyInto(skel_->thread_open_fd(), open);
+    if (l.pids_fd >= 0) bpf_map_delete_elem(l.pids_fd, &upid);  // its old programs stop
+    TakeBackEnded(l.inflight_fd, skel_->inflight_fd(), inflight);
+    TakeBackEnded(l.thread_open_fd, skel_->thread_open_fd(), open);
+    DeleteFrom<sp_inflight_key, sp_inflight>(
+        l.inflight_fd, skel_->inflight_fd(),
+        [&](const sp_inflight_key& k, const sp_inflight&) { return k.pid == upid; });
+    DeleteFrom<uint32_t, sp_thread_open>(
         l.thread_open_fd, skel_->thread_open_fd(),
         [&](uint32_t, const sp_thread_open& v) { return v.pid == upid; });
     (void)RemovePinTree(l.dir + "/pid_" + std::to_string(pid) + "_" + std::to_string(it->second));
     l.pids.erase(it);
+  }
+}
+
+bool IterationProbes::HandedOverTwice(const sp_event& record) {
+  auto h = handover_.find(static_cast<int>(record.pid));
+  if (h == handover_.end() || record.kind != SP_EVENT_END) return false;
+  const std::pair<uint64_t, uint32_t> key{record.iter, record.tid};
+  if (reading_legacy_) {
+    h->second.legacy_ends.insert(key);
+    return false;
+  }
+  return h->second.legacy_ends.count(key) != 0;
+}
+
+void IterationProbes::EndHandovers(uint64_t now_ns) {
+  for (auto it = handover_.begin(); it != handover_.end();) {
+    bool pending = false;
+    for (const Legacy& l : legacy_) pending = pending || l.pids.count(it->first) != 0;
+    if (it->second.until_ns == UINT64_MAX && !pending) it->second.until_ns = now_ns + kHandoverNs;
+    it = now_ns > it->second.until_ns ? handover_.erase(it) : std::next(it);
   }
 }
 
@@ -189,6 +252,7 @@ int IterationProbes::ReadLegacy() {
     }
     it = legacy_.erase(it);
   }
+  if (!handover_.empty()) EndHandovers(now);
   return n;
 }
 

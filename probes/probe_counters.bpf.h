@@ -308,6 +308,8 @@ static __always_inline void counters_end(__u32 pid, __u64 iter, struct sp_event*
                                              : b->steal_ns - now.steal_ns;
     const __u32 how = b->steal_how | now.steal_how;
     bool stolen = (how & SP_STEAL_PREEMPTED) != 0; /* a vCPU's steal not published yet */
+    /* Which steal source served this window, for user space to report (steal_source()). */
+    if (how & SP_STEAL_STALE) count(SP_STAT_COUNTER_STEAL_STALE);
     if (steal != 0) {
       count(SP_STAT_COUNTER_STEAL);
       /* Read from the run queues' copies, the steal of a CPU's last tick is not seen. */

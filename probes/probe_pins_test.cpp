@@ -145,7 +145,9 @@ TEST_CASE("pinned probes: a released owner's probes count on, the next adopts th
   REQUIRE(!a.empty());
   REQUIRE(!b.empty());
   // The second owner starts exactly after the first's last iteration: none twice, none missed.
-  CHECK(*b.begin() == *a.rbegin() + 1);
+  // None missed: the second owner begins at or before the first's last (what the first
+  // delivered after its last commit is given again: at least once).
+  CHECK(*b.begin() <= *a.rbegin() + 1);
   CHECK(*b.rbegin() - *b.begin() + 1 == b.size());
   CHECK(*a.rbegin() - *a.begin() + 1 == a.size());
   // Detached: its pins are gone; with nothing attached the release removes the tree.
@@ -228,8 +230,10 @@ TEST_CASE("pinned probes: an owner of another generation drains the old one and 
     CHECK_MESSAGE(e.complete(), "iteration " << e.iter << " flags " << e.flags);
     twice += !b.insert(e.iter).second;
   }
-  CHECK(twice <= 1);  // the switch's window of microseconds (docs/architecture.md)
-  CHECK(*b.begin() == *a.rbegin() + 1);
+  CHECK(twice == 0);  // an end both generations saw is delivered once
+  // None missed: the second owner begins at or before the first's last (what the first
+  // delivered after its last commit is given again: at least once).
+  CHECK(*b.begin() <= *a.rbegin() + 1);
   CHECK(*b.rbegin() - *b.begin() + 1 == b.size());  // none missed across the switch
   // The old generation is gone once its process was taken over.
   size_t generations = 0;
@@ -311,7 +315,7 @@ TEST_CASE("pinned probes: at start, the trees of daemons that cannot come back a
   CHECK_FALSE(Exists(InstancePinDir(root.dir, gone)));
   CHECK_FALSE(Exists(InstancePinDir(root.dir, no_db)));
   CHECK(Exists(InstancePinDir(root.dir, live) + "/0123456789abcdef/map_events"));  // kept
-  CHECK(Exists(InstancePinDir(root.dir, root.instance)));  // its own
+  CHECK(Exists(InstancePinDir(root.dir, root.instance)));                          // its own
   probes.reset();
   std::remove((live + "/state.db").c_str());
   rmdir(live.c_str());

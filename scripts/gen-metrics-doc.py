@@ -23,7 +23,7 @@ UPLOADED = {
     "seqpoint_run_projection_left_out",
     "seqpoint_run_projection_steady_state", "seqpoint_run_projection_bounded",
     "seqpoint_run_projection_unobserved", "seqpoint_run_unobserved_iterations_total",
-    # Gauges as gauges: time-weighted means and peaks (selector/whole_run_estimator.h).
+    # Gauges as gauges: time-weighted means and peaks (selector/estimate/whole_run_estimator.h).
     "seqpoint_run_gauge_mean", "seqpoint_run_gauge_mean_low", "seqpoint_run_gauge_mean_high",
     "seqpoint_run_gauge_peak",
     # The fleet view's per-bin cost (agent/fleet/fleet_efficiency.h).

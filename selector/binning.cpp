@@ -77,7 +77,8 @@ double ProxyErrorPct(const std::vector<SlBucket>& buckets, const std::vector<Bin
 
 std::vector<Bin> BinsForTarget(const std::vector<SlBucket>& buckets, double target_pct,
                                uint32_t max_bins) {
-  max_bins = std::max<uint32_t>(1, std::min<uint32_t>(max_bins, static_cast<uint32_t>(buckets.size())));
+  max_bins =
+      std::max<uint32_t>(1, std::min<uint32_t>(max_bins, static_cast<uint32_t>(buckets.size())));
   // Error falls roughly as 1/k^2 for smooth distributions: a doubling search then a bisection
   // keeps this O(log k) cuts. The final answer is checked, not assumed monotone.
   uint32_t hi = 1;
@@ -88,8 +89,10 @@ std::vector<Bin> BinsForTarget(const std::vector<SlBucket>& buckets, double targ
   uint32_t best = hi;
   while (lo < best) {
     uint32_t mid = (lo + best) / 2;
-    if (ProxyErrorPct(buckets, CutEqualCost(buckets, mid)) <= target_pct) best = mid;
-    else lo = mid + 1;
+    if (ProxyErrorPct(buckets, CutEqualCost(buckets, mid)) <= target_pct)
+      best = mid;
+    else
+      lo = mid + 1;
   }
   return CutEqualCost(buckets, best);
 }

@@ -17,13 +17,13 @@
 namespace seqpoint::selector {
 
 struct Bin {
-  uint32_t lo = 0, hi = 0;             // SL range, inclusive
-  uint32_t first = 0, last = 0;        // indices into the bucket vector it was cut from
-  uint64_t count = 0;                  // iterations in the bin (the SeqPoint weight)
+  uint32_t lo = 0, hi = 0;       // SL range, inclusive
+  uint32_t first = 0, last = 0;  // indices into the bucket vector it was cut from
+  uint64_t count = 0;            // iterations in the bin (the SeqPoint weight)
   uint64_t eligible = 0;
   double sum_cost = 0;
   double sum_cost2 = 0;
-  uint32_t rep = 0;                    // bucket index (into the vector) of the representative
+  uint32_t rep = 0;  // bucket index (into the vector) of the representative
   double mean_cost() const { return count ? sum_cost / count : 0.0; }
   double mean_cost2() const { return count ? sum_cost2 / count : 0.0; }
 };

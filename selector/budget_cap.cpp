@@ -13,10 +13,9 @@ uint64_t BudgetCap::Exact(uint64_t iterations, uint64_t bonus) const {
     // by t = 9 * pacing. The run's length is unknown, and spending everything in the first
     // iterations would leave the projection blind to any drift in iteration cost later on.
     const double b = static_cast<double>(terms_.count);
-    cap = terms_.pacing == 0
-              ? terms_.count
-              : static_cast<uint64_t>(
-                    std::floor(b * t / (t + static_cast<double>(terms_.pacing)) + 1e-9));
+    cap = terms_.pacing == 0 ? terms_.count
+                             : static_cast<uint64_t>(std::floor(
+                                   b * t / (t + static_cast<double>(terms_.pacing)) + 1e-9));
   }
   if (terms_.per_doubling > 0) {
     const double w = static_cast<double>(std::max<uint64_t>(1, terms_.window));

@@ -14,11 +14,11 @@
 namespace seqpoint::selector {
 
 struct BudgetCapTerms {
-  uint64_t count = 0;    // 0: no count cap
-  uint64_t pacing = 0;   // 0: the count is released at once
+  uint64_t count = 0;         // 0: no count cap
+  uint64_t pacing = 0;        // 0: the count is released at once
   uint32_t per_doubling = 0;  // 0: no paced term
-  uint64_t window = 64;  // W
-  double fraction = 0;   // 0: no fraction cap
+  uint64_t window = 64;       // W
+  double fraction = 0;        // 0: no fraction cap
 };
 
 class BudgetCap {

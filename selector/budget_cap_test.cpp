@@ -47,10 +47,10 @@ TEST_CASE("budget cap: the cached cap is the formula's at every iteration") {
 TEST_CASE("budget cap: the formula of docs/estimators.md") {
   const BudgetCap cap({.per_doubling = 16, .window = 64});
   CHECK(cap.Exact(0, 0) == 0);
-  CHECK(cap.Exact(32, 0) == 8);               // k * t / W inside the first window
-  CHECK(cap.Exact(64, 0) == 16);              // k * (1 + log2(t / W)) after it
+  CHECK(cap.Exact(32, 0) == 8);   // k * t / W inside the first window
+  CHECK(cap.Exact(64, 0) == 16);  // k * (1 + log2(t / W)) after it
   CHECK(cap.Exact(128, 0) == 32);
-  CHECK(cap.Exact(64 << 20, 0) == 16 * 21);   // 16 more per doubling
+  CHECK(cap.Exact(64 << 20, 0) == 16 * 21);        // 16 more per doubling
   CHECK(cap.Exact(64 << 20, 24) == 16 * 21 + 24);  // plus the bonus for changes found
   const BudgetCap none({});
   CHECK(none.Exact(1000, 0) == UINT64_MAX);

@@ -88,7 +88,8 @@ Result<OfflinePlan> PlanOffline(const SlHistogram& histogram, const OfflineOptio
     const double mean = bin.mean_cost();
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       if (a == bin.rep || b == bin.rep) return a == bin.rep && b != bin.rep;
-      return std::fabs(plan.buckets[a].mean_cost() - mean) < std::fabs(plan.buckets[b].mean_cost() - mean);
+      return std::fabs(plan.buckets[a].mean_cost() - mean) <
+             std::fabs(plan.buckets[b].mean_cost() - mean);
     });
     uint64_t need = samples[bi];
     for (uint32_t idx : order) {
@@ -123,8 +124,9 @@ void OccurrencePicker::Observe(uint64_t index, uint64_t iter, uint32_t seq_len) 
   uint64_t k = w.seen++;
   if (w.taken >= w.take) return;
   // Evenly spaced: the j-th pick is the floor((j + 1/2) * eligible / take)-th occurrence.
-  uint64_t target = static_cast<uint64_t>((static_cast<double>(w.taken) + 0.5) *
-                                          static_cast<double>(w.eligible) / static_cast<double>(w.take));
+  uint64_t target =
+      static_cast<uint64_t>((static_cast<double>(w.taken) + 0.5) * static_cast<double>(w.eligible) /
+                            static_cast<double>(w.take));
   if (k >= target) {
     ++w.taken;
     picked_[w.bin].emplace_back(seq_len, iter);
@@ -133,8 +135,9 @@ void OccurrencePicker::Observe(uint64_t index, uint64_t iter, uint32_t seq_len) 
 
 Result<Selection> OccurrencePicker::Finish() {
   if (observed_ != plan_.iterations) {
-    return Internal("the trace changed between the two passes (" + std::to_string(plan_.iterations) +
-                    " rows, then " + std::to_string(observed_) + ")");
+    return Internal("the trace changed between the two passes (" +
+                    std::to_string(plan_.iterations) + " rows, then " + std::to_string(observed_) +
+                    ")");
   }
   std::vector<PointDraft> drafts;
   for (size_t bi = 0; bi < plan_.bins.size(); ++bi) {
@@ -148,7 +151,8 @@ Result<Selection> OccurrencePicker::Finish() {
     const SlBucket& rep = plan_.buckets[bin.rep];
     // Representative: the median-in-time pick of the representative SL.
     std::vector<std::pair<uint32_t, uint64_t>> rep_picks, others;
-    for (auto& p : picked_[bi]) (p.first >= rep.lo && p.first <= rep.hi ? rep_picks : others).push_back(p);
+    for (auto& p : picked_[bi])
+      (p.first >= rep.lo && p.first <= rep.hi ? rep_picks : others).push_back(p);
     if (!rep_picks.empty()) {
       size_t mid = rep_picks.size() / 2;
       d.samples.push_back({rep_picks[mid].second, rep_picks[mid].first});

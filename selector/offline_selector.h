@@ -62,7 +62,7 @@ class OccurrencePicker {
 
  private:
   struct Want {
-    uint64_t seen = 0;      // eligible occurrences so far
+    uint64_t seen = 0;  // eligible occurrences so far
     uint64_t taken = 0;
     uint64_t eligible = 0;
     uint64_t take = 0;

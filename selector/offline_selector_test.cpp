@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "selector/projection.h"
+#include "selector/estimate/projection.h"
 #include "selector/test_runs.h"
 
 using namespace seqpoint::selector;

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <random>
 
+#include "selector/estimate/stratified_projection.h"
 #include "selector/online_selector.h"
-#include "selector/stratified_projection.h"
+#include "selector/strata/time_strata.h"
 #include "selector/test_runs.h"
-#include "selector/time_strata.h"
 
 namespace seqpoint::selector {
 

@@ -21,9 +21,10 @@ uint64_t Mix(uint64_t x) {
 
 Result<OnlineSelector> OnlineSelector::Create(const OnlineOptions& o) {
   if (o.budget_count == 0 && o.budget_fraction <= 0 && o.per_doubling == 0) {
-    return InvalidArgument("online selection needs a budget: a count (e.g. 50), a fraction "
-                           "of iterations (e.g. 0.005) or measurements per doubling of the run "
-                           "(e.g. 16)");
+    return InvalidArgument(
+        "online selection needs a budget: a count (e.g. 50), a fraction "
+        "of iterations (e.g. 0.005) or measurements per doubling of the run "
+        "(e.g. 16)");
   }
   if (!(o.budget_fraction >= 0 && o.budget_fraction <= 1)) {
     return InvalidArgument("budget fraction must be between 0 and 1, got " +
@@ -48,7 +49,8 @@ uint32_t OnlineSelector::MaxBinsNow() const {
   // budget grows with the run, so bins multiply as the run goes on).
   uint64_t cap = std::max<uint64_t>(allowed(), 1);
   if (cap == UINT64_MAX) cap = 1;
-  uint64_t by_budget = std::max<uint64_t>(1, cap / std::max<uint32_t>(1, options_.min_samples_per_point));
+  uint64_t by_budget =
+      std::max<uint64_t>(1, cap / std::max<uint32_t>(1, options_.min_samples_per_point));
   return static_cast<uint32_t>(std::min<uint64_t>(options_.max_bins, by_budget));
 }
 
@@ -282,7 +284,8 @@ Selection OnlineSelector::Current() const {
     const uint32_t bucket = SlHistogram::BucketIndex(seq_len);
     auto it = std::lower_bound(bins.begin(), bins.end(), bucket,
                                [&](const Bin& b, uint32_t x) { return buckets[b.last].index < x; });
-    return it == bins.end() ? static_cast<int>(bins.size()) - 1 : static_cast<int>(it - bins.begin());
+    return it == bins.end() ? static_cast<int>(bins.size()) - 1
+                            : static_cast<int>(it - bins.begin());
   };
   std::vector<PointDraft> drafts(bins.size());
   for (size_t i = 0; i < bins.size(); ++i) {
@@ -310,9 +313,11 @@ Selection OnlineSelector::Current() const {
     };
     size_t best = 0;
     for (size_t j = 1; j < v.size(); ++j) {
-      if (std::fabs(cost_of(v[j].seq_len) - mean) < std::fabs(cost_of(v[best].seq_len) - mean)) best = j;
+      if (std::fabs(cost_of(v[j].seq_len) - mean) < std::fabs(cost_of(v[best].seq_len) - mean))
+        best = j;
     }
-    std::rotate(v.begin(), v.begin() + static_cast<long>(best), v.begin() + static_cast<long>(best) + 1);
+    std::rotate(v.begin(), v.begin() + static_cast<long>(best),
+                v.begin() + static_cast<long>(best) + 1);
     std::rotate(groups[i].begin(), groups[i].begin() + static_cast<long>(best),
                 groups[i].begin() + static_cast<long>(best) + 1);
   }
@@ -325,7 +330,8 @@ Selection OnlineSelector::Current() const {
   // Groups were fixed when each sample was taken; carry them over by iteration.
   std::unordered_map<uint64_t, uint32_t> group_of;
   for (size_t i = 0; i < drafts.size(); ++i) {
-    for (size_t j = 0; j < drafts[i].samples.size(); ++j) group_of[drafts[i].samples[j].iter] = groups[i][j];
+    for (size_t j = 0; j < drafts[i].samples.size(); ++j)
+      group_of[drafts[i].samples[j].iter] = groups[i][j];
   }
   sel.points = MergeIntoPoints(std::move(drafts), 1);
   if (sel.counter_groups > 1) {
@@ -341,8 +347,7 @@ size_t OnlineSelector::MemoryBytes() const {
          bins_.capacity() * sizeof(Bin) + bin_samples_.capacity() * sizeof(uint64_t) +
          samples_.capacity() * sizeof(Sample) + samples_in_bucket_.capacity() * sizeof(uint32_t) +
          bin_of_bucket_.capacity() * sizeof(int32_t) + want_.capacity() * sizeof(uint64_t) +
-         stratum_times_.capacity() * sizeof(TimeSums) +
-         strata_.MemoryBytes();
+         stratum_times_.capacity() * sizeof(TimeSums) + strata_.MemoryBytes();
 }
 
 }  // namespace seqpoint::selector

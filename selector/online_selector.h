@@ -7,8 +7,8 @@
 //    floor(budget_fraction * t)) for whichever caps are set, at every t. The budget lasts a run
 //    of unknown length: with per_doubling = k, at most k * t / W iterations are measured in the
 //    first window of W = first_window iterations and k more in every doubling of the run after
-//    it (k * (1 + log2(t / W)) in all, released evenly inside each window; W = window), plus change_bonus
-//    for each change of iteration cost found. A count budget may instead be paced as
+//    it (k * (1 + log2(t / W)) in all, released evenly inside each window; W = window), plus
+//    change_bonus for each change of iteration cost found. A count budget may instead be paced as
 //    budget * t / (t + pacing).
 //  - Time strata (time_strata.h): fed every iteration's time by OnTime, the selector wants
 //    samples per (stratum, window, bin): a new doubling window, the end of the warm-up or a
@@ -35,12 +35,12 @@
 #include "selector/budget_cap.h"
 #include "selector/selection.h"
 #include "selector/sl_histogram.h"
-#include "selector/time_strata.h"
+#include "selector/strata/time_strata.h"
 
 namespace seqpoint::selector {
 
 struct OnlineOptions {
-  uint64_t budget_count = 0;     // at most this many measured iterations (0: no count cap)
+  uint64_t budget_count = 0;  // at most this many measured iterations (0: no count cap)
   // When set, a count budget is released as budget * t / (t + pacing_iterations), so that it
   // lasts a run of unknown length and later drift in iteration cost is sampled too. It then
   // approaches but never reaches the whole budget. 0 (the default): all of it at once, so a
@@ -49,11 +49,11 @@ struct OnlineOptions {
   // Measurements per doubling of the run (0: off); see the file comment. The default of
   // seqpointd and `seqpoint select --online`.
   uint32_t per_doubling = 0;
-  uint32_t change_bonus = 8;     // more measurements allowed at each change of cost found
-  uint64_t window = 64;          // the first doubling window of the paced budget
+  uint32_t change_bonus = 8;  // more measurements allowed at each change of cost found
+  uint64_t window = 64;       // the first doubling window of the paced budget
   TimeStrataOptions strata;
-  double budget_fraction = 0;    // at most this fraction of iterations so far (0: no cap)
-  double target_error_pct = 0.5; // cost-proxy representative error the bins aim at
+  double budget_fraction = 0;     // at most this fraction of iterations so far (0: no cap)
+  double target_error_pct = 0.5;  // cost-proxy representative error the bins aim at
   uint32_t max_bins = 256;
   uint32_t min_samples_per_point = 2;
   uint64_t warmup = 10;          // first iterations counted, never measured
@@ -127,9 +127,9 @@ class OnlineSelector {
                options_.max_overhead * run_time_ns_;
   }
   // Whether the next iteration could be chosen: past the warm-up (less hook_lead), and the
-  // budget has a free slot within hook_lead iterations of the next one. Begin hooks (and counters) are worth arming only then:
-  // with a paced budget the slots open now and then (its next step is known), and between
-  // them an iteration costs the probes only.
+  // budget has a free slot within hook_lead iterations of the next one. Begin hooks (and counters)
+  // are worth arming only then: with a paced budget the slots open now and then (its next step is
+  // known), and between them an iteration costs the probes only.
   bool WantsNext() const;
   // Called when an iteration's time is known (any order, any iteration, measured or not).
   void OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns);
@@ -194,9 +194,9 @@ class OnlineSelector {
   std::vector<Sample> samples_;
   std::vector<uint32_t> samples_in_bucket_;  // in the current stratum
   TimeStrata strata_;
-  uint64_t stratum_ = 0;              // the current (stratum, window) key of the last iteration
-  uint64_t measured_at_stratum_ = 0;  // samples_.size() when it began
-  uint64_t bonus_ = 0;                // change_bonus x changes found
+  uint64_t stratum_ = 0;                // the current (stratum, window) key of the last iteration
+  uint64_t measured_at_stratum_ = 0;    // samples_.size() when it began
+  uint64_t bonus_ = 0;                  // change_bonus x changes found
   std::vector<int32_t> bin_of_bucket_;  // SlHistogram bucket index -> current bin
   // WantedIn per bin, for the spendable budget want_budget_ (0: not computed yet).
   std::vector<uint64_t> want_;
@@ -214,7 +214,7 @@ class OnlineSelector {
   };
   std::vector<TimeSums> stratum_times_;
   TimeSums stratum_total_;
-  double within_ss_ = 0;  // sum over buckets of sumsq - sum^2 / n
+  double within_ss_ = 0;          // sum over buckets of sumsq - sum^2 / n
   uint64_t stratum_buckets_ = 0;  // buckets with n > 0 (rebuilt from stratum_times_ at a load)
   double run_time_ns_ = 0;
   double measurement_cost_ns_ = 0;

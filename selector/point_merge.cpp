@@ -14,7 +14,8 @@ std::vector<SeqPoint> MergeIntoPoints(std::vector<PointDraft> drafts, uint32_t c
     for (long j : {static_cast<long>(i) - 1, static_cast<long>(i) + 1}) {
       // Walk outwards to the nearest draft that has samples on each side.
       long k = j;
-      while (k >= 0 && k < static_cast<long>(drafts.size()) && drafts[k].samples.empty()) k += (j < static_cast<long>(i) ? -1 : 1);
+      while (k >= 0 && k < static_cast<long>(drafts.size()) && drafts[k].samples.empty())
+        k += (j < static_cast<long>(i) ? -1 : 1);
       if (k < 0 || k >= static_cast<long>(drafts.size())) continue;
       double m = drafts[k].sum_cost / static_cast<double>(drafts[k].weight);
       if (std::fabs(m - mean) < best_d) {

@@ -10,20 +10,20 @@ using nlohmann::json;
 std::string SelectionToJson(const Selection& s, int indent) {
   json points = json::array();
   for (const SeqPoint& p : s.points) {
-    json j = {{"iter", p.iter},         {"iters", p.iters},           {"seq_len", p.seq_len},
-              {"weight", p.weight},     {"bin", {p.bin_lo, p.bin_hi}}, {"mean_cost", p.mean_cost},
+    json j = {{"iter", p.iter},
+              {"iters", p.iters},
+              {"seq_len", p.seq_len},
+              {"weight", p.weight},
+              {"bin", {p.bin_lo, p.bin_hi}},
+              {"mean_cost", p.mean_cost},
               {"rep_cost", p.rep_cost}};
     if (!p.groups.empty()) j["groups"] = p.groups;
     points.push_back(std::move(j));
   }
-  json out = {{"iterations", s.iterations},
-              {"method", s.method},
-              {"cost_proxy", s.cost_proxy},
-              {"budget", s.budget},
-              {"measured", s.measured()},
-              {"proxy_error_pct", s.proxy_error_pct},
-              {"counter_groups", s.counter_groups},
-              {"seqpoints", std::move(points)}};
+  json out = {{"iterations", s.iterations},         {"method", s.method},
+              {"cost_proxy", s.cost_proxy},         {"budget", s.budget},
+              {"measured", s.measured()},           {"proxy_error_pct", s.proxy_error_pct},
+              {"counter_groups", s.counter_groups}, {"seqpoints", std::move(points)}};
   return out.dump(indent);
 }
 
@@ -33,10 +33,12 @@ Result<Selection> Parse(std::string_view text, std::string_view source) {
   const std::string src(source);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return InvalidArgument(src + ": not valid JSON; expected the output of 'seqpoint select --json'");
+    return InvalidArgument(src +
+                           ": not valid JSON; expected the output of 'seqpoint select --json'");
   }
   auto bad = [&](const std::string& what) {
-    return InvalidArgument(src + ": " + what + " (is this the output of 'seqpoint select --json'?)");
+    return InvalidArgument(src + ": " + what +
+                           " (is this the output of 'seqpoint select --json'?)");
   };
   if (!j.is_object() || !j.contains("iterations") || !j["iterations"].is_number_unsigned() ||
       !j.contains("seqpoints") || !j["seqpoints"].is_array()) {
@@ -82,8 +84,8 @@ Result<Selection> Parse(std::string_view text, std::string_view source) {
     }
     if (pj.contains("bin")) {
       const json& b = pj["bin"];
-      if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
-          b[0].get<uint64_t>() > b[1].get<uint64_t>()) {
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() ||
+          !b[1].is_number_unsigned() || b[0].get<uint64_t>() > b[1].get<uint64_t>()) {
         return bad(where + ".bin must be [lo, hi] with lo <= hi");
       }
       p.bin_lo = b[0].get<uint32_t>();

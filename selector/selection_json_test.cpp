@@ -9,8 +9,14 @@ TEST_CASE("selection json: round trip") {
   s.iterations = 10;
   s.method = "seqpoint-offline";
   SeqPoint p;
-  p.iter = 4; p.iters = {4, 7}; p.groups = {0, 1}; p.seq_len = 12; p.weight = 10;
-  p.bin_lo = 3; p.bin_hi = 20; p.mean_cost = 11.5;
+  p.iter = 4;
+  p.iters = {4, 7};
+  p.groups = {0, 1};
+  p.seq_len = 12;
+  p.weight = 10;
+  p.bin_lo = 3;
+  p.bin_hi = 20;
+  p.mean_cost = 11.5;
   s.points = {p};
   auto back = SelectionFromJson(SelectionToJson(s), "sel.json");
   REQUIRE(back.ok());
@@ -29,8 +35,9 @@ TEST_CASE("selection json: bad files name the file and the problem") {
   CHECK(msg("not json").find("sel.json: not valid JSON") == 0);
   CHECK(msg("{}").find("'iterations'") != std::string::npos);
   CHECK(msg(R"({"iterations":5,"seqpoints":[]})").find("no SeqPoints") != std::string::npos);
-  CHECK(msg(R"({"iterations":5,"seqpoints":[{"iter":1,"seq_len":3,"weight":4}]})")
-            .find("sum to 4") != std::string::npos);
+  CHECK(
+      msg(R"({"iterations":5,"seqpoints":[{"iter":1,"seq_len":3,"weight":4}]})").find("sum to 4") !=
+      std::string::npos);
   CHECK(msg(R"({"iterations":5,"seqpoints":[{"iter":1,"iters":[2],"seq_len":3,"weight":5}]})")
             .find("must start with") != std::string::npos);
   CHECK(msg(R"({"iterations":5,"seqpoints":[{"iter":1,"iters":[1,1],"seq_len":3,"weight":5}]})")

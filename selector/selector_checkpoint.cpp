@@ -275,8 +275,8 @@ void OnlineSelector::SaveState(StateWriter& w) const {
   w.PutAll(stratum_times_, [](StateWriter& o, const TimeSums& t) {
     for (double v : {t.n, t.sum, t.sumsq}) o.Put(v);
   });
-  for (double v : {stratum_total_.n, stratum_total_.sum, stratum_total_.sumsq, within_ss_,
-                   run_time_ns_}) {
+  for (double v :
+       {stratum_total_.n, stratum_total_.sum, stratum_total_.sumsq, within_ss_, run_time_ns_}) {
     w.Put(v);
   }
 }

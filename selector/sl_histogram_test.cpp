@@ -11,8 +11,10 @@ TEST_CASE("histogram: exact buckets below 65536, bounded geometric buckets above
     auto b = SlHistogram::BucketBounds(i);
     CHECK(b.lo <= sl);
     CHECK(sl <= b.hi);
-    if (sl < SlHistogram::kExactLimit) CHECK(b.lo == b.hi);
-    else CHECK(static_cast<double>(b.hi - b.lo + 1) / b.lo <= 1.0 / 256 + 1e-9);
+    if (sl < SlHistogram::kExactLimit)
+      CHECK(b.lo == b.hi);
+    else
+      CHECK(static_cast<double>(b.hi - b.lo + 1) / b.lo <= 1.0 / 256 + 1e-9);
   }
 }
 

@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "selector/estimate/projection.h"
+#include "selector/estimate/stratified_projection.h"
 #include "selector/online_selector.h"
-#include "selector/projection.h"
 #include "selector/sl_histogram.h"
-#include "selector/stratified_projection.h"
 
 namespace seqpoint::selector::testing {
 
@@ -48,7 +48,8 @@ inline std::vector<std::vector<Observation>> ObservationsOf(const Run& r, const 
   std::vector<std::vector<Observation>> obs;
   for (const auto& p : s.points) {
     obs.emplace_back();
-    for (uint64_t it : p.iters) obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
+    for (uint64_t it : p.iters)
+      obs.back().push_back({CostProxy(r.seq_len[it], r.batch[it]), r.time[it]});
   }
   return obs;
 }

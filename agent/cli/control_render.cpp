@@ -351,6 +351,16 @@ void RenderStatus(const json& s) {
                     static_cast<unsigned long long>(c.value("steal_subtracted", uint64_t{0})));
       }
       std::printf("\n");
+      const std::string steal = c.value("steal_source", std::string());
+      if (!steal.empty()) {  // where the kernel path reads hypervisor steal, and why
+        std::printf("  steal     %s: %s", steal.c_str(),
+                    c.value("steal_why", std::string()).c_str());
+        if (c.value("steal_stale", uint64_t{0}) != 0) {
+          std::printf("; %llu windows read a run queue's copy",
+                      static_cast<unsigned long long>(c.value("steal_stale", uint64_t{0})));
+        }
+        std::printf("\n");
+      }
     }
     for (const auto& p : src.value("attached", json::array())) {
       std::printf("            pid %lld (%s): %s%s\n",

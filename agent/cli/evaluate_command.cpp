@@ -13,9 +13,9 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/report_html.h"
 #include "agent/cli/select_options.h"
-#include "selector/baselines.h"
+#include "selector/estimate/baselines.h"
+#include "selector/estimate/whole_run_estimator.h"
 #include "selector/sl_histogram.h"
-#include "selector/whole_run_estimator.h"
 
 namespace seqpoint::cli {
 namespace {
@@ -73,14 +73,13 @@ std::vector<size_t> SelectedRows(const selector::Selection& sel, const Trace& t)
 }
 
 // Every metric of the trace projected as seqpointd projects it online, by the same estimator
-// (selector/whole_run_estimator.h): from the measured rows only, by the selector's time strata;
-// the time column against the cost proxy (as if it were not measured on every iteration, and
-// self-checked against its actual total), any other metric against every iteration's time.
+// (selector/estimate/whole_run_estimator.h): from the measured rows only, by the selector's time
+// strata; the time column against the cost proxy (as if it were not measured on every iteration,
+// and self-checked against its actual total), any other metric against every iteration's time.
 // Trace columns carry no kind: every one is a delta (their totals are what evaluate checks).
 selector::WholeRunEstimate ProjectOnline(const selector::OnlineSelector& online,
                                          const selector::Selection& sel, const Trace& t,
-                                         const std::vector<size_t>& rows,
-                                         bool first_occurrences) {
+                                         const std::vector<size_t>& rows, bool first_occurrences) {
   const int time_col = TimeColumn(t.schema);
   selector::WholeRunInput in;
   in.first_occurrences = first_occurrences;

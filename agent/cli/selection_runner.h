@@ -12,9 +12,9 @@
 
 #include "common/status.h"
 #include "common/trace_csv.h"
+#include "selector/estimate/projection.h"
 #include "selector/offline_selector.h"
 #include "selector/online_selector.h"
-#include "selector/projection.h"
 #include "selector/selection.h"
 
 namespace seqpoint::cli {

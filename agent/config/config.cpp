@@ -270,6 +270,15 @@ const std::vector<KeySpec>& Specs() {
       Int("runs.profiler_hold_down_s", &DaemonConfig::run_profiler_hold_down_s, 0, 86400,
           "collectors resume once no profiler (or busy answer) was seen on the process for this "
           "long: a profiler that comes and goes holds one back-off, not one per visit"),
+      Int("runs.gpu_sync_tail_ms", &DaemonConfig::run_gpu_sync_tail_ms, 0, 1000,
+          "a measured window's GPU values (nvml, rocm_smi, gpu_metrics) are read at its end "
+          "when the process's last CUDA/HIP sync returned at most this long before the end "
+          "(the GPU had caught up); must be less than runs.gpu_sync_bound_ms"),
+      Int("runs.gpu_sync_bound_ms", &DaemonConfig::run_gpu_sync_bound_ms, 1, 60000,
+          "else they are read at the process's next sync if it returns within this long after "
+          "the window's end; if none does, they are flagged and left out, counted in "
+          "seqpoint_gpu_windows_total{outcome=\"not_closed\"} (a longer bound keeps more "
+          "windows of loops that sync rarely, and holds the GPU collectors open longer)"),
       Int("runs.max_series", &DaemonConfig::run_max_series, 100, 10000000,
           "at most this many per-run series on /metrics and in each upload, counted run by run "
           "in run order: a run that would pass the cap is left out whole and counted in "

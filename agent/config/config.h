@@ -72,6 +72,10 @@ struct DaemonConfig {
                                                     "omniperf"};
   int64_t run_profiler_scan_interval_ms = 1000;  // how often processes are checked
   int64_t run_profiler_hold_down_s = 10;         // profiler gone this long: collectors resume
+  // The GPU window rule (collectors/gpu/sync_window.h): a measured window's GPU values are kept
+  // when a CUDA/HIP sync returned within tail_ms before its CPU end, or within bound_ms after.
+  int64_t run_gpu_sync_tail_ms = 2;
+  int64_t run_gpu_sync_bound_ms = 1000;
   int64_t run_max_series = 20000;  // per-run series on /metrics and upload; beyond: overflow
 
   // [upload]

@@ -172,6 +172,24 @@ TEST_CASE("agent config: a checked value names its line, a top-level key its sec
   CHECK(nowhere.status().message().find("unknown key 'bogus' at the top level") != std::string::npos);
 }
 
+TEST_CASE("agent config: the GPU window rule's tail and bound, the tail below the bound") {
+  auto ok = ParseConfig("[runs]\ngpu_sync_tail_ms = 5\ngpu_sync_bound_ms = 3000\n", "g.toml");
+  REQUIRE_MESSAGE(ok.ok(), ok.status().ToString());
+  CHECK(ok->run_gpu_sync_tail_ms == 5);
+  CHECK(ok->run_gpu_sync_bound_ms == 3000);
+  auto crossed = ParseConfig("[runs]\ngpu_sync_tail_ms = 20\ngpu_sync_bound_ms = 10\n", "g.toml");
+  REQUIRE(!crossed.ok());
+  const std::string m = crossed.status().message();
+  CHECK(m.find("g.toml:2:") != std::string::npos);
+  CHECK(m.find("key 'runs.gpu_sync_tail_ms' (20) must be less than runs.gpu_sync_bound_ms (10)") !=
+        std::string::npos);
+  CHECK(m.find("lower runs.gpu_sync_tail_ms") != std::string::npos);
+  auto range = ParseConfig("[runs]\ngpu_sync_bound_ms = 0\n", "g.toml");
+  REQUIRE(!range.ok());
+  CHECK(range.status().message().find("'runs.gpu_sync_bound_ms' must be between 1 and 60000") !=
+        std::string::npos);
+}
+
 TEST_CASE("agent config: a directory, a device, a FIFO or an oversized file is refused by name") {
   testing::TempDir dir;
   auto is_dir = LoadConfig(dir.path(), false);

@@ -117,6 +117,13 @@ Status ValidateConfig(const DaemonConfig& c) {
       return InvalidArgument(std::string(key) + " must be an absolute path, got '" + path + "'");
     }
   }
+  if (c.run_gpu_sync_tail_ms >= c.run_gpu_sync_bound_ms) {
+    return InvalidArgument(
+        "runs.gpu_sync_tail_ms (" + std::to_string(c.run_gpu_sync_tail_ms) +
+        ") must be less than runs.gpu_sync_bound_ms (" + std::to_string(c.run_gpu_sync_bound_ms) +
+        "): lower runs.gpu_sync_tail_ms (default 2) or raise runs.gpu_sync_bound_ms (default "
+        "1000)");
+  }
   SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeConfig(c));
   for (const auto& [k, v] : c.upload_labels) {
     bool ok = !k.empty() && !(k[0] >= '0' && k[0] <= '9') && k.substr(0, 2) != "__";

@@ -328,6 +328,9 @@ json Daemon::StatusJson() {
                                {"read_failures", c.read_failures},
                                {"steal_subtracted", c.steal_subtracted},
                                {"steal_flagged", c.steal_flagged},
+                               {"steal_source", c.steal_source},
+                               {"steal_why", c.steal_why},
+                               {"steal_stale", c.steal_stale},
                                {"arm_failures", c.arm_failures}};
     json attached = json::array();  // how each process is probed (zero-code: what it covers)
     for (const AttachedProcess& a : source_->Attached()) attached.push_back(AttachedJson(a));

@@ -61,6 +61,8 @@ RunManagerOptions Daemon::RunOptions(const DaemonConfig& config_) {
   o.profilers.libraries = config_.run_profiler_libraries;
   o.profilers.commands = config_.run_profiler_commands;
   o.profiler_hold_down_s = config_.run_profiler_hold_down_s;
+  o.gpu_sync.tail_ns = config_.run_gpu_sync_tail_ms * 1'000'000;
+  o.gpu_sync.bound_ns = config_.run_gpu_sync_bound_ms * 1'000'000;
   return o;
 }
 

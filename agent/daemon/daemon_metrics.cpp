@@ -153,6 +153,7 @@ std::vector<MetricFamily> Daemon::Families(bool for_upload) {
   append(runs_->counter_windows().Families());
   append(SeriesFamilies(series_ledger_, static_cast<uint64_t>(config_.run_max_series)));
   append(SourceFamilies(source_.get()));
+  if (loop_latency_) append(loop_latency_->Families());  // agent/daemon/loop_latency.h
   if (uploader_) append(UploadFamilies(*uploader_));
   append(ControlFamilies(control_->stats()));
   if (metrics_) append(EndpointFamilies(*metrics_));

@@ -7,9 +7,9 @@
 
 #include "agent/testing/test_harness.h"
 #include "common/trace_csv.h"
+#include "selector/estimate/projection.h"
+#include "selector/estimate/stratified_projection.h"
 #include "selector/online_selector.h"
-#include "selector/projection.h"
-#include "selector/stratified_projection.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;

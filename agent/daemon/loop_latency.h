@@ -1,16 +1,22 @@
-// seqpointd's event-loop latency: how long an iteration event waited between the probe that
-// stamped it (CLOCK_MONOTONIC, in the kernel) and the loop starting to handle it. That wait is
-// the loop's whole backlog as a trainer sees it: the ring buffer's wake-up, the daemon thread's
-// scheduling, and whatever the loop was busy with before (a flush, a scrape, a projection).
+// seqpointd's event-loop latency: how long a record the design says must be handled at once
+// waited between the probe that stamped it (CLOCK_MONOTONIC, in the kernel) and the daemon's
+// loop starting to handle it. That wait is the loop's whole backlog as a trainer sees it: the
+// ring buffer's wake-up, the daemon thread's scheduling, and whatever the loop was busy with
+// before (a flush, a scrape, a projection, a blocking attach).
 //
-// Two populations, because the probes deliver two ways (probes/iteration_probe.bpf.c):
-//  - woken: records that wake the daemon at once (the begin of an iteration the selector wants,
-//    and its end): the latency a measurement depends on, and what `loop latency` means;
-//  - batched: end records of unmeasured iterations, left in the ring buffer on purpose until a
-//    wake-up is due or probes.poll_interval_ms passes (they are cheap because they wait):
-//    their age is staleness by design, reported apart. One in kBatchedSample is timed, so the
-//    cheap path stays one counter increment.
-// Only for sources whose timestamps are this machine's clock (pids_are_live): a replay's are not.
+// Two populations, because the probes deliver two ways (probes/iteration_probe.bpf.c, submit()):
+//  - loop latency ("woken"): the records the probes submit with BPF_RB_FORCE_WAKEUP because the
+//    daemon must act on them now: the begin of a hooked iteration (every begin record is one:
+//    begins are sent only for hooked iterations) and the end of a hooked iteration. This, and
+//    only this, is what `loop latency` means;
+//  - batch delay ("batched"): end records of iterations nobody hooked, left in the ring buffer on
+//    purpose until a wake-up is due (every 256 KiB of backlog, iteration_probes.h) or
+//    probes.poll_interval_ms passes. Their age is staleness by design, never loop latency; it is
+//    reported apart as the batch delay. One in kBatchedSample is timed, so the cheap path stays
+//    one counter increment.
+// Not timed at all: records stamped before this sink was made (a pinned ring's backlog from
+// while no daemon ran: they waited for the daemon, not for its loop), and every record of a
+// source whose timestamps are not this machine's clock (a replay: pids_are_live() is false).
 //
 // LoopLatencySink sits between the source and the runs and forwards every event unchanged.
 // Threads: the daemon's io_context thread only (as every IterationSink).
@@ -19,15 +25,16 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "agent/metrics/metric_family.h"
 #include "agent/source/iteration_source.h"
 
 namespace seqpoint::daemon {
 
 // Latencies in log-spaced buckets: 16 per power of two from 1 µs (a reported percentile is its
-// bucket's upper edge, at most 4.4% above the true value); fixed memory whatever the count.
+// bucket's upper edge, at most 1/16 = 6.25% above the true value); fixed memory whatever the count.
 class LatencyHistogram {
  public:
   void Record(int64_t ns);
@@ -39,7 +46,7 @@ class LatencyHistogram {
 
  private:
   static constexpr int kPerOctave = 16;
-  static constexpr int kOctaves = 38;  // 1 µs .. ~2.7e5 s
+  static constexpr int kOctaves = 38;                      // 1 µs .. ~2.7e5 s
   static constexpr int kOpen = kPerOctave * kOctaves + 1;  // past the last octave
   static int Bucket(int64_t ns);
   static int64_t UpperEdge(int bucket);
@@ -70,18 +77,25 @@ class LoopLatencySink : public IterationSink {
 
   const LatencyHistogram& woken() const { return woken_; }
   const LatencyHistogram& batched() const { return batched_; }
+  uint64_t before_start() const { return before_start_; }
   // For `seqpoint status --json`: both populations, and how they are measured.
   nlohmann::json Json() const;
+  // For /metrics: seqpoint_agent_loop_latency_seconds{stat} and
+  // seqpoint_agent_batch_delay_seconds{stat} (p50, p99, max; NaN while none is timed, as a
+  // Prometheus summary with no observations), and how many of each were timed. 8 series.
+  std::vector<MetricFamily> Families() const;
 
  private:
   void Time(LatencyHistogram& h, uint64_t stamp_ns);
   IterationSink* next_;
   bool on_;
   std::function<int64_t()> now_;
+  int64_t started_ns_;  // records stamped earlier waited for this daemon, not for its loop
   LatencyHistogram woken_;
   LatencyHistogram batched_;
   uint64_t batched_seen_ = 0;
-  uint64_t clock_skew_ = 0;  // stamps after the reading (never expected): counted, not timed
+  uint64_t clock_skew_ = 0;    // stamps after the reading (never expected): counted, not timed
+  uint64_t before_start_ = 0;  // stamped before started_ns_: counted, not timed
 };
 
 }  // namespace seqpoint::daemon

@@ -1,13 +1,30 @@
-// The loop latency: percentiles within a bucket of the truth, the two populations apart, every
-// event forwarded unchanged, and nothing timed for a source whose clock is not ours.
+// The loop latency: percentiles within a bucket of the truth, the two populations apart (loop
+// latency for the records that wake the daemon, batch delay for the batched ones), every event
+// forwarded unchanged, nothing timed for a source whose clock is not ours or for a record
+// stamped before the daemon started, and the same figures on /metrics.
 #include "agent/daemon/loop_latency.h"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 namespace seqpoint::daemon {
 namespace {
+
+double Sample(const std::vector<MetricFamily>& families, const std::string& name,
+              const std::string& stat = "") {
+  for (const MetricFamily& f : families) {
+    if (f.name != name) continue;
+    for (const MetricSample& s : f.samples) {
+      if (stat.empty() ? s.labels.empty() : (s.labels.size() == 1 && s.labels[0].second == stat))
+        return s.value;
+    }
+  }
+  FAIL("no sample " << name << " " << stat);
+  return 0;
+}
 
 struct Recorder : IterationSink {
   int found = 0, begins = 0, ends = 0, counters = 0, exits = 0, libs = 0, arrivals = 0;
@@ -33,15 +50,16 @@ TEST_CASE("quantiles are the bucket's upper edge: at most 1/16 above the value")
   CHECK(p99 >= 990'000);
   CHECK(p99 <= 1'000'000);  // never above the largest value seen
   CHECK(h.Quantile(1.0) == 1'000'000);
-  h.Record(-5);  // a reading before its stamp: clamped into the first bucket
+  h.Record(-5);                // a reading before its stamp: clamped into the first bucket
   h.Record(int64_t{1} << 62);  // far past the last octave: the open-ended bucket
   CHECK(h.Quantile(1.0) == int64_t{1} << 62);
 }
 
 TEST_CASE("woken events and batched ends are timed apart, and every event is forwarded") {
   Recorder r;
-  int64_t now = 10'000'000;
+  int64_t now = 1'000'000;
   LoopLatencySink s(&r, true, [&now] { return now; });
+  now = 1'000'000'000;  // the daemon has run a second: every stamp below is after its start
   s.OnProcessFound({});
   IterationBegin b;
   b.begin_ns = now - 50'000;  // 50 µs old when handled
@@ -77,6 +95,43 @@ TEST_CASE("woken events and batched ends are timed apart, and every event is for
   CHECK(j["clock_skew"] == 1);
   CHECK(j["woken"]["count"] == 2);
   CHECK(j["woken"]["max_us"] == doctest::Approx(150.0));
+  // /metrics: the same two figures, apart; the batched records' age is never loop latency.
+  auto f = s.Families();
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_events_total") == 2);
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_seconds", "max") == doctest::Approx(150e-6));
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_seconds", "p99") ==
+        doctest::Approx(150e-6));  // never above the max
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_seconds", "p50") >= 50e-6);
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_seconds", "p50") <= 50e-6 * 17 / 16);
+  CHECK(Sample(f, "seqpoint_agent_batch_delay_events_total") == 2);
+  CHECK(Sample(f, "seqpoint_agent_batch_delay_seconds", "max") == doctest::Approx(0.4));
+  size_t series = 0;
+  for (const MetricFamily& fam : f) series += fam.samples.size();
+  CHECK(series == 8);  // bounded: no pid, run or SL label
+}
+
+TEST_CASE("records stamped before the daemon started wait for it, not for its loop: not timed") {
+  Recorder r;
+  int64_t now = 5'000'000'000;  // the daemon starts at 5 s
+  LoopLatencySink s(&r, true, [&now] { return now; });
+  now += 1'000'000;
+  IterationEnd old;  // a pinned ring's backlog from before the restart, delivered at catch-up
+  old.begin_reported = true;
+  old.end_ns = 4'000'000'000;
+  s.OnIterationEnd(old);
+  IterationEnd old_batched;
+  old_batched.end_ns = 4'000'000'000;
+  s.OnIterationEnd(old_batched);  // the first batched record is the sampled one
+  IterationBegin fresh;
+  fresh.begin_ns = now - 20'000;
+  s.OnIterationBegin(fresh);
+  CHECK(r.ends == 2);
+  CHECK(r.begins == 1);
+  CHECK(s.before_start() == 2);
+  CHECK(s.woken().count() == 1);
+  CHECK(s.woken().max_ns() == 20'000);
+  CHECK(s.batched().count() == 0);
+  CHECK(s.Json()["before_start"] == 2);
 }
 
 TEST_CASE("a replay's timestamps are not timed, and the status says why") {
@@ -89,6 +144,12 @@ TEST_CASE("a replay's timestamps are not timed, and the status says why") {
   CHECK(r.ends == 1);
   CHECK(s.woken().count() == 0);
   CHECK(s.Json()["measured"] == false);
+  // /metrics still has the families (their shape is the contract), with no value to stand
+  // behind: NaN, as a Prometheus summary with no observation, and none timed.
+  auto f = s.Families();
+  CHECK(std::isnan(Sample(f, "seqpoint_agent_loop_latency_seconds", "p50")));
+  CHECK(std::isnan(Sample(f, "seqpoint_agent_batch_delay_seconds", "max")));
+  CHECK(Sample(f, "seqpoint_agent_loop_latency_events_total") == 0);
 }
 
 }  // namespace

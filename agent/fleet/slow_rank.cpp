@@ -4,15 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "agent/fleet/median.h"
+
 namespace seqpoint::daemon::fleet {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Siegmund's approximation of the in-control mean run length of a one-sided CUSUM on unit
 // normal values with reference k and threshold h.
@@ -46,8 +41,8 @@ std::vector<int32_t> SlowRankTest::Step(uint64_t iter, const std::vector<RankCom
   std::vector<double> y(ranks.size(), 0);
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i].compute_ns > 0 && ranks[i].tokens > 0) {
-      y[i] = std::log(static_cast<double>(ranks[i].compute_ns) /
-                      static_cast<double>(ranks[i].tokens));
+      y[i] =
+          std::log(static_cast<double>(ranks[i].compute_ns) / static_cast<double>(ranks[i].tokens));
     }
   }
   for (size_t i = 0; i < ranks.size(); ++i) {

@@ -3,18 +3,9 @@
 
 #include <algorithm>
 
+#include "agent/fleet/median.h"
+
 namespace seqpoint::daemon::fleet {
-namespace {
-
-// The median of `v` (the mean of the two middle values when even); v is reordered.
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 const char* CauseName(StragglerCause cause) {
   return cause == StragglerCause::kData ? "data" : "hardware";
@@ -133,7 +124,8 @@ std::vector<StepVerdict> StragglerJoin::Settle(uint64_t now_ns) {
         matched = matched && a.arrival_ns != 0;
         arrivals.push_back(a);
         const int32_t id = a.rank >= 0 ? a.rank : -static_cast<int32_t>(pid);
-        compute.push_back({id, a.tokens, a.arrival_ns > a.begin_ns ? a.arrival_ns - a.begin_ns : 0});
+        compute.push_back(
+            {id, a.tokens, a.arrival_ns > a.begin_ns ? a.arrival_ns - a.begin_ns : 0});
       }
       if (matched) {
         out.push_back(JudgeStep(it->first, arrivals, options_));

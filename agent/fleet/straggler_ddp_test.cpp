@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "agent/fleet/straggler.h"
+#include "agent/fleet/straggler_events.h"
 #include "probes/collectives/collective_probes.h"
 #include "probes/iteration_probes.h"
 #include "probes/testing/child_process.h"
@@ -48,8 +49,8 @@ struct Scenario {
   int slow_from = 0;       // the step the slowdown starts
   int long_rank = -1;
   double long_factor = 1;
-  bool bucketed = false;   // every rank the same SL per step
-  std::string record;      // where to record the probes' events (replayable), if anywhere
+  bool bucketed = false;  // every rank the same SL per step
+  std::string record;     // where to record the probes' events (replayable), if anywhere
 };
 
 struct Outcome {
@@ -86,9 +87,9 @@ Outcome Run(const Scenario& s, const std::string& dir) {
                              std::to_string(s.slow_ms)});
   }
   if (s.slow_factor > 1) {
-    argv.insert(argv.end(), {"--slow-rank", std::to_string(s.slow_rank), "--slow-factor",
-                             std::to_string(s.slow_factor), "--slow-from",
-                             std::to_string(s.slow_from)});
+    argv.insert(argv.end(),
+                {"--slow-rank", std::to_string(s.slow_rank), "--slow-factor",
+                 std::to_string(s.slow_factor), "--slow-from", std::to_string(s.slow_from)});
   }
   if (s.bucketed) argv.insert(argv.end(), {"--batching", "bucketed"});
   if (s.long_rank >= 0) {
@@ -111,13 +112,17 @@ Outcome Run(const Scenario& s, const std::string& dir) {
   if (!s.record.empty()) {
     record.open(s.record);
     REQUIRE_MESSAGE(record.good(), "cannot write " << s.record);
-    record << "# recorded by agent/fleet/straggler_ddp_test: R pid rank | I pid iter tokens "
-              "begin_ns end_ns | A pid ts_ns (CLOCK_MONOTONIC)\n# job: ranks "
+    record << "# recorded by agent/fleet/straggler_ddp_test (agent/fleet/straggler_events.h)\n"
+              "# job: ranks "
            << s.ranks << " steps " << s.steps << " slow_rank " << s.slow_rank << " slow_ms "
            << s.slow_ms << " slow_factor " << s.slow_factor << " slow_from " << s.slow_from
            << " long_rank " << s.long_rank << " long_factor " << s.long_factor << " batching "
            << (s.bucketed ? "bucketed" : "random") << "\n";
-    for (size_t r = 0; r < pids.size(); ++r) record << "R " << pids[r] << " " << r << "\n";
+    for (size_t r = 0; r < pids.size(); ++r) {
+      record << FormatRecordedEvent(
+                    {'R', static_cast<uint32_t>(pids[r]), static_cast<int32_t>(r), 0, 0, 0, 0})
+             << "\n";
+    }
   }
 
   CollectingSink sink;
@@ -136,11 +141,19 @@ Outcome Run(const Scenario& s, const std::string& dir) {
   }
   REQUIRE(job->WriteLine("go").ok());
   size_t fed = 0;
+  // Settled as the daemon settles, while the job runs: what waits stays within its bounds
+  // (StragglerJoin::kMaxPending), however long the job.
+  std::vector<StepVerdict> verdicts;
+  auto settle = [&](uint64_t now_ns) {
+    for (StepVerdict& v : join.Settle(now_ns)) verdicts.push_back(std::move(v));
+  };
   auto poll = [&] {
     REQUIRE((*iterations)->Poll(50).ok());
     auto n = (*collectives)->Poll(0, [&](const CollectiveArrival& a) {
       join.OnArrival(a.pid, a.ts_ns);
-      if (record.is_open()) record << "A " << a.pid << " " << a.ts_ns << "\n";
+      if (record.is_open()) {
+        record << FormatRecordedEvent({'A', a.pid, -1, 0, 0, a.ts_ns, 0}) << "\n";
+      }
     });
     REQUIRE(n.ok());
     for (; fed < sink.ends.size(); ++fed) {
@@ -148,10 +161,12 @@ Outcome Run(const Scenario& s, const std::string& dir) {
       if (!e.complete()) continue;
       join.OnIteration(e.pid, e.iter, e.tokens, e.begin_ns, e.end_ns);
       if (record.is_open()) {
-        record << "I " << e.pid << " " << e.iter << " " << e.tokens << " " << e.begin_ns << " "
-               << e.end_ns << "\n";
+        record << FormatRecordedEvent({'I', static_cast<uint32_t>(e.pid), -1, e.iter, e.tokens,
+                                       e.begin_ns, e.end_ns})
+               << "\n";
       }
     }
+    settle(static_cast<uint64_t>(MonotonicMs()) * 1'000'000);
   };
   const bool all = PollUntil(
       poll,
@@ -185,7 +200,8 @@ Outcome Run(const Scenario& s, const std::string& dir) {
   // k-th iteration after the first.
   const uint64_t first_iter = begin_of.empty() ? 0 : begin_of.begin()->first;
   const uint64_t change_iter = first_iter + static_cast<uint64_t>(s.slow_from);
-  for (const StepVerdict& v : join.Settle(UINT64_MAX)) {
+  settle(UINT64_MAX);
+  for (const StepVerdict& v : verdicts) {
     for (int32_t r : v.slow_raised) {
       const bool slowed = s.slow_rank >= 0 && (s.slow_factor > 1 || s.slow_ms > 0);
       const bool right = r == expected_rank && slowed && v.iter >= change_iter;
@@ -319,6 +335,14 @@ TEST_CASE("fleet straggler bench: slowdowns and imbalances swept (SEQPOINT_STRAG
     }
     row(name, param, s, Run(s, dir.path));
   };
+  // The sequential test's slowdown factors; SEQPOINT_STRAGGLER_FACTORS (comma-separated, e.g.
+  // "1,1.1") picks some.
+  std::vector<double> factors = {1.0, 1.1, 1.2, 1.5};
+  if (const char* f = std::getenv("SEQPOINT_STRAGGLER_FACTORS")) {
+    factors.clear();
+    std::istringstream list(f);
+    for (std::string item; std::getline(list, item, ',');) factors.push_back(std::stod(item));
+  }
   for (bool bucketed : {false, true}) {
     // Per step: no straggler (an equal rank 2 called one by chance), rank 2 sleeping in its
     // forward pass, rank 1 fed longer sequences.
@@ -334,7 +358,7 @@ TEST_CASE("fleet straggler bench: slowdowns and imbalances swept (SEQPOINT_STRAG
     }
     // Over steps (the sequential test): rank 2 F times as slow from step slow_from on; F = 1
     // measures the false alarms of an unslowed run of the same length.
-    for (double f : {1.0, 1.1, 1.2, 1.5}) {
+    for (double f : factors) {
       Scenario s;
       s.steps = 2 * slow_from, s.slow_rank = 2, s.slow_factor = f, s.slow_from = slow_from;
       s.bucketed = bucketed;

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/trace_csv.h"
+
 namespace seqpoint::daemon::fleet {
 
 Result<std::vector<RecordedEvent>> ReadRecordedEvents(const std::string& path) {
@@ -42,18 +44,89 @@ uint64_t LastTimestamp(const std::vector<RecordedEvent>& events) {
   return last;
 }
 
-void ReplayRecordedEvents(const std::vector<RecordedEvent>& events, int64_t run,
-                          int64_t shift_ns, StragglerBook* book) {
-  auto at = [shift_ns](uint64_t ts) { return static_cast<uint64_t>(static_cast<int64_t>(ts) + shift_ns); };
-  for (const RecordedEvent& e : events) {
-    if (e.kind == 'R') {
-      book->AddRank(run, e.pid, e.rank);
-    } else if (e.kind == 'I') {
-      book->OnIteration(e.pid, e.iter, e.tokens, at(e.a), at(e.b));
-    } else {
-      book->OnArrival(e.pid, at(e.a));
+std::string FormatRecordedEvent(const RecordedEvent& e) {
+  const std::string pid = std::to_string(e.pid);
+  if (e.kind == 'R') return "R " + pid + " " + std::to_string(e.rank);
+  if (e.kind == 'I') {
+    return "I " + pid + " " + std::to_string(e.iter) + " " + std::to_string(e.tokens) + " " +
+           std::to_string(e.a) + " " + std::to_string(e.b);
+  }
+  return "A " + pid + " " + std::to_string(e.a);
+}
+
+Result<std::vector<RecordedEvent>> ReadJobTraces(const std::vector<std::string>& rank_csvs) {
+  static constexpr const char* kColumns[] = {"mono_begin_ns", "mono_end_ns", "mono_arrival_ns"};
+  std::vector<RecordedEvent> ranks, timed;
+  for (size_t r = 0; r < rank_csvs.size(); ++r) {
+    const std::string& path = rank_csvs[r];
+    SEQPOINT_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
+    if (!trace.schema.has_tokens) return InvalidArgument(path + ": no tokens column");
+    int col[3];
+    for (int k = 0; k < 3; ++k) {
+      col[k] = trace.MetricIndex(kColumns[k]);
+      if (col[k] < 0) {
+        return InvalidArgument(path + ": no " + kColumns[k] +
+                               " column (not a bench/fleet/ddp_straggler_job.py trace)");
+      }
+    }
+    const uint32_t pid = kTracePidBase + static_cast<uint32_t>(r);
+    ranks.push_back({'R', pid, static_cast<int32_t>(r), 0, 0, 0, 0});
+    for (size_t i = 0; i < trace.rows(); ++i) {
+      double v[3];
+      for (int k = 0; k < 3; ++k) {
+        v[k] = trace.metrics[static_cast<size_t>(col[k])][i];
+        // Exact below 2^53 ns (104 days of CLOCK_MONOTONIC), which the trace's own values are.
+        if (!(v[k] >= 0 && v[k] < 9.007e15)) {
+          return InvalidArgument(path + ": row " + std::to_string(i + 1) + ": " + kColumns[k] +
+                                 " is not a CLOCK_MONOTONIC time in ns");
+        }
+      }
+      const auto begin = static_cast<uint64_t>(v[0]), end = static_cast<uint64_t>(v[1]),
+                 arrival = static_cast<uint64_t>(v[2]);
+      timed.push_back({'I', pid, -1, trace.iter[i], trace.tokens[i], begin, end});
+      if (arrival != 0) timed.push_back({'A', pid, -1, 0, 0, arrival, 0});
     }
   }
+  // Delivered as they happened: an iteration when it ends, an arrival when it happens.
+  auto at = [](const RecordedEvent& e) { return e.kind == 'I' ? e.b : e.a; };
+  std::stable_sort(timed.begin(), timed.end(),
+                   [&](const RecordedEvent& x, const RecordedEvent& y) { return at(x) < at(y); });
+  ranks.insert(ranks.end(), timed.begin(), timed.end());
+  return ranks;
+}
+
+namespace {
+
+// Feeds `events` to a book (rank of run `run`) or a join (one run).
+template <typename AddRank, typename Sink>
+void Replay(const std::vector<RecordedEvent>& events, int64_t shift_ns, AddRank add_rank,
+            Sink* sink) {
+  auto at = [shift_ns](uint64_t ts) {
+    return static_cast<uint64_t>(static_cast<int64_t>(ts) + shift_ns);
+  };
+  for (const RecordedEvent& e : events) {
+    if (e.kind == 'R') {
+      add_rank(e.pid, e.rank);
+    } else if (e.kind == 'I') {
+      sink->OnIteration(e.pid, e.iter, e.tokens, at(e.a), at(e.b));
+    } else {
+      sink->OnArrival(e.pid, at(e.a));
+    }
+  }
+}
+
+}  // namespace
+
+void ReplayRecordedEvents(const std::vector<RecordedEvent>& events, int64_t run, int64_t shift_ns,
+                          StragglerBook* book) {
+  Replay(
+      events, shift_ns, [&](uint32_t pid, int32_t rank) { book->AddRank(run, pid, rank); }, book);
+}
+
+void ReplayRecordedEvents(const std::vector<RecordedEvent>& events, int64_t shift_ns,
+                          StragglerJoin* join) {
+  Replay(
+      events, shift_ns, [&](uint32_t pid, int32_t rank) { join->AddRank(pid, rank); }, join);
 }
 
 }  // namespace seqpoint::daemon::fleet

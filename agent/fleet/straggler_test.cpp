@@ -1,13 +1,26 @@
-// StragglerJoin and JudgeStep on constructed arrivals: the verdict's rank, lag and cause, the
-// matching of arrivals to iterations, and the bounds on what waits.
+// Median, StragglerJoin and JudgeStep on constructed arrivals: the verdict's rank, lag and cause,
+// the matching of arrivals to iterations, and the bounds on what waits.
 #include "agent/fleet/straggler.h"
 
 #include <doctest/doctest.h>
+
+#include "agent/fleet/median.h"
 
 using namespace seqpoint::daemon::fleet;
 
 namespace {
 constexpr uint64_t kMs = 1'000'000;
+}
+
+TEST_CASE("fleet median: odd, even, empty, and the caller's values left in order") {
+  CHECK(Median({}) == 0);
+  CHECK(Median({3}) == 3);
+  CHECK(Median({5, 1, 3}) == 3);
+  CHECK(Median({4, 1, 3, 2}) == doctest::Approx(2.5));  // the mean of the two middle values
+  CHECK(Median({-2, 7, 7, 100}) == 7);                  // ties; one outlier moves nothing
+  const std::vector<double> v = {9, 1, 5};
+  CHECK(Median(v) == 5);
+  CHECK(v == std::vector<double>{9, 1, 5});
 }
 
 TEST_CASE("fleet straggler: the last rank, by how much, and why") {

@@ -91,24 +91,25 @@ bool HasGpu(const std::vector<Sample>& v) {
 }
 
 struct Fixture {
-  Fixture()
-      : measure(&registry,
-                [this] {
-                  std::vector<std::unique_ptr<collectors::Collector>> c;
-                  c.push_back(std::make_unique<CpuCollector>(&cpu_ends));
-                  c.push_back(std::make_unique<FakeNvml>());
-                  return c;
-                },
-                MeasureOptions{}) {
+  explicit Fixture(MeasureOptions options = {})
+      : measure(
+            &registry,
+            [this] {
+              std::vector<std::unique_ptr<collectors::Collector>> c;
+              c.push_back(std::make_unique<CpuCollector>(&cpu_ends));
+              c.push_back(std::make_unique<FakeNvml>());
+              return c;
+            },
+            std::move(options)) {
     measure.set_source(&source);
-    measure.set_on_late_values([this](pid_t p, int64_t run, uint64_t iter,
-                                       const std::vector<Sample>& v) {
-      CHECK(p == pid);
-      CHECK(run == 1);
-      late_iter = iter;
-      late = v;
-      return tracker->AddLateValues(p, iter, v);
-    });
+    measure.set_on_late_values(
+        [this](pid_t p, int64_t run, uint64_t iter, const std::vector<Sample>& v) {
+          CHECK(p == pid);
+          CHECK(run == 1);
+          late_iter = iter;
+          late = v;
+          return tracker->AddLateValues(p, iter, v);
+        });
     RunRecord r;
     r.id = 1;
     r.key = "k";
@@ -257,6 +258,31 @@ TEST_CASE("gpu window: the next measured window before any sync cuts the waiting
   CHECK(f.measure.windows().gpu().cut_short == 1);
   CHECK_FALSE(f.late_iter);
   CHECK(f.measure.gpu_windows_waiting() == 1);  // 4's own window
+}
+
+TEST_CASE("gpu window: the tail and the bound are the configured ones") {
+  // runs.gpu_sync_tail_ms = 0, runs.gpu_sync_bound_ms = 50 (Daemon::RunOptions makes these).
+  MeasureOptions o;
+  o.gpu_sync.tail_ns = 0;
+  o.gpu_sync.bound_ns = 50'000'000;
+  Fixture f(o);
+  f.source.mark = {MonotonicNs() + 99'000'000, 7};  // 1 ms before the end: not in a 0 ms tail
+  bool measured = false;
+  auto m = f.Measure(3, 100'000'000, &measured);
+  REQUIRE(measured);
+  CHECK_FALSE(HasGpu(m.values));
+  CHECK(f.measure.gpu_windows_waiting() == 1);
+  // A sync 80 ms after the end would close it under the default 1 s bound; not under 50 ms.
+  f.clock.Advance(80'000'000);
+  f.source.mark = {f.end_ns + 80'000'000, 8};
+  f.source.FireTimers();
+  CHECK(f.measure.gpu_windows_waiting() == 0);
+  CHECK_FALSE(f.late_iter);
+  const GpuWindowCounts& g = f.measure.windows().gpu();
+  CHECK(g.not_closed == 1);
+  CHECK(g.kept() == 0);
+  CHECK(g.last_flag.find("50 ms") != std::string::npos);
+  CHECK(f.StoredGpuRows() == 0);
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ MeasureOptions MeasureOptionsOf(const RunManagerOptions& o) {
   m.observer_node_drop_s = o.observer_node_drop_s;
   m.profilers = o.profilers;
   m.profiler_hold_down_s = o.profiler_hold_down_s;
+  m.gpu_sync = o.gpu_sync;
   return m;
 }
 

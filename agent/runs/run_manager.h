@@ -66,6 +66,8 @@ struct RunManagerOptions {
   uint32_t observer_control_every = 4;  // runs.observer_effect_control_every
   ProfilerPatterns profilers;           // runs.profiler_libraries, runs.profiler_commands
   int64_t profiler_hold_down_s = 10;    // runs.profiler_hold_down_s
+  // runs.gpu_sync_tail_ms, runs.gpu_sync_bound_ms: the GPU window rule (sync_window.h).
+  collectors::SyncWindow::Options gpu_sync;
   // An active run's stored iteration log is replaced by a checkpoint once it holds this many
   // entries (40 bytes each: 2.5 MiB by default; docs/bounds.md).
   uint64_t checkpoint_every = 65536;

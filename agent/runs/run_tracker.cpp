@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/clock.h"
-#include "selector/projection.h"
+#include "selector/estimate/projection.h"
 
 namespace seqpoint::daemon {
 

@@ -1,15 +1,15 @@
 // RunTracker's projections, self-checks and observer-effect estimate (run_tracker.h): the
 // part recomputed when /metrics, `seqpoint show` or a flush asks, at most once a second. The
-// estimation itself is selector/whole_run_estimator.h (the one `seqpoint evaluate --online`
-// runs too); this file only turns the tracker's state into its input and its output into the
-// store's rows.
+// estimation itself is selector/estimate/whole_run_estimator.h (the one `seqpoint evaluate
+// --online` runs too); this file only turns the tracker's state into its input and its output
+// into the store's rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "agent/runs/run_tracker.h"
-#include "selector/whole_run_estimator.h"
+#include "selector/estimate/whole_run_estimator.h"
 
 namespace seqpoint::daemon {
 namespace {

@@ -7,16 +7,16 @@
 #include "agent/runs/run_tracker.h"
 #include "agent/store/store.h"
 #include "common/testing/scratch_dir.h"
-#include "selector/recorded_live_runs.h"
-#include "selector/whole_run_estimator.h"
+#include "selector/estimate/recorded_live_runs.h"
+#include "selector/estimate/whole_run_estimator.h"
 
 using namespace seqpoint::daemon;
 
 namespace {
 
-// The recorded libtorch run (selector/recorded_live_runs.h) through a tracker; every iteration
-// it measures (controls too) runs `slow` times longer than recorded: an effect of measuring
-// that the control pairs cannot see, so only the time self-check can.
+// The recorded libtorch run (selector/estimate/recorded_live_runs.h) through a tracker; every
+// iteration it measures (controls too) runs `slow` times longer than recorded: an effect of
+// measuring that the control pairs cannot see, so only the time self-check can.
 std::unique_ptr<RunTracker> Replay(double slow) {
   RunRecord rec;
   rec.id = 1;
@@ -25,7 +25,7 @@ std::unique_ptr<RunTracker> Replay(double slow) {
   o.per_doubling = 16;
   auto t = RunTracker::Create(rec, o);
   REQUIRE(t.ok());
-  const auto& r = seqpoint::selector::testing::kLibtorch2;
+  const auto& r = seqpoint::selector::testing::Libtorch2();
   uint64_t clock = 1'000'000;
   for (uint64_t i = 0; i < r.seq_len.size(); ++i) {
     auto d = (*t)->Decide(42, i, r.seq_len[i], 0, 0);

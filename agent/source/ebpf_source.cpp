@@ -17,8 +17,9 @@
 // budget for SeqPoints, every SL that process has shown is marked wanted for all its future
 // iterations (WantSeqLen(pid, sl, all)), so its begins reach the selector (and the collectors)
 // at once; an SL never seen before gets armed when its first end record arrives. When the run
-// has spent its budget the SLs are disarmed. Those processes, and every other process on the
-// node, then cost only batched end records: the cheapest mode.
+// has spent its budget the SLs are disarmed (the probe counters 2 s later, see Disarm). Those
+// processes, and every other process on the node, then cost only batched end records: the
+// cheapest mode.
 //
 // Zero-code probes (probes.zero_code, probes.zero_code_custom; config_zero_code.h): discovery
 // attaches them to processes that map their libraries (at start by the /proc scan, later at
@@ -259,6 +260,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     c.read_failures = p.kernel[SP_STAT_COUNTER_READ_FAIL];
     c.steal_subtracted = p.kernel[SP_STAT_COUNTER_STEAL];
     c.steal_flagged = p.kernel[SP_STAT_COUNTER_STOLEN];
+    c.steal_stale = p.kernel[SP_STAT_COUNTER_STEAL_STALE];
     c.arm_failures = arm_failures_;
     if (!counters_config_why_.empty()) {
       c.path =
@@ -273,6 +275,8 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       c.why = last_arm_error_;
     } else {
       c.path = "in-kernel sched_switch counting";
+      c.steal_source = probes_->steal_source();
+      c.steal_why = probes_->steal_source_why();
     }
     return c;
   }
@@ -360,7 +364,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       x.signal = how->signal;
       x.core_dumped = how->core_dumped;
     }
-    Disarm(pid);
+    Disarm(pid, /*release_now=*/true);
     sink_->OnProcessExit(x);
   }
 
@@ -434,10 +438,29 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     for (const auto& p : probes) out += (out.empty() ? "" : ", ") + p.name;
     return out;
   }
-  void Disarm(pid_t pid) {
-    if (armed_.erase(pid) == 0) return;
-    (void)probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0);
-    probes_->DisarmCounters(static_cast<int>(pid));  // no counting once the budget is spent
+  // Hooks off at once. The probe counters are released only once the hooks have stayed off for
+  // kCounterLingerNs (the budget is spent, or its next slot is far), or at once when the process
+  // is gone: disarming the last process detaches the sched_switch program, and attaching it again
+  // blocks the loop for 6-14 ms (tracepoint registration), so releasing them between the dense
+  // slots of a young run cost a 10,000 it/s loop ~140 attaches a second and held woken records
+  // ~0.3 s (bench/cost/README.md).
+  void Disarm(pid_t pid, bool release_now = false) {
+    const bool was_armed = armed_.erase(pid) > 0;
+    if (was_armed) (void)probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0);
+    if (release_now) {
+      counter_gen_.erase(pid);
+      probes_->DisarmCounters(static_cast<int>(pid));
+      return;
+    }
+    // Called on every iteration while no slot is near: one release timer per disarm, not per call.
+    if (!was_armed) return;
+    const uint64_t gen = ++counter_gen_[pid];
+    CallAfter(kCounterLingerNs, [this, pid, gen] {
+      auto it = counter_gen_.find(pid);
+      if (it == counter_gen_.end() || it->second != gen || armed_.count(pid) > 0) return;
+      counter_gen_.erase(it);
+      probes_->DisarmCounters(static_cast<int>(pid));  // no counting once the budget is spent
+    });
   }
   // The probes count the perf software events of the process's hooked iterations themselves;
   // where they cannot, the perf collector counts them in user space (said once per process).
@@ -595,6 +618,8 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;
   std::set<pid_t> armed_;                       // processes whose every iteration gets begin hooks
+  std::map<pid_t, uint64_t> counter_gen_;  // per disarmed process: which release timer is current
+  static constexpr int64_t kCounterLingerNs = 2'000'000'000;
   std::set<int> known_;                         // announced to the sink (OnProcessFound)
   std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
   std::map<int, std::string> comm_;             // of every attached process

@@ -5,12 +5,10 @@
 #include "agent/source/ebpf_source_sync.h"
 
 #include <doctest/doctest.h>
-#include <sys/stat.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
+#include "probes/sync/sync_workload_driver.h"
 #include "probes/testing/child_process.h"
 
 namespace seqpoint::daemon {
@@ -18,31 +16,17 @@ namespace {
 
 using probes::testing::BuildPath;
 using probes::testing::ChildProcess;
-
-std::string CudaRuntime() {
-  const char* dir = std::getenv("SEQPOINT_CUDA_LIB_DIR");
-  const std::string path =
-      std::string(dir && *dir ? dir : "/usr/local/cuda/lib64") + "/libcudart.so.13";
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) return path;
-  std::fprintf(stderr, "SKIP: %s is absent (no CUDA 13 toolkit here)\n", path.c_str());
-  return "";
-}
-
-std::string Line(ChildProcess& child) {
-  auto line = child.ReadLine();
-  REQUIRE_MESSAGE(line.ok(), line.status().ToString());
-  return *line;
-}
+using probes::testing::CudaRuntimeOrSkip;
+using probes::testing::RequireLine;
 
 TEST_CASE("gpu sync watch: a real libcudart's syncs close a window, and before it loads it says why") {
-  const std::string cudart = CudaRuntime();
+  const std::string cudart = CudaRuntimeOrSkip();
   if (cudart.empty() || !probes::testing::CanUseBpf()) return;
   GpuSyncWatch watch;
   REQUIRE_MESSAGE(watch.loaded(), watch.why_not_loaded());
   auto child = ChildProcess::Start({BuildPath("probes/sync_workload"), cudart});
   REQUIRE_MESSAGE(child.ok(), child.status().ToString());
-  REQUIRE(Line(*child).rfind("ready ", 0) == 0);
+  REQUIRE(RequireLine(*child).rfind("ready ", 0) == 0);
   const int pid = child->pid();
 
   // No runtime mapped yet: no mark, and why (the window would be flagged, not closed).
@@ -58,7 +42,7 @@ TEST_CASE("gpu sync watch: a real libcudart's syncs close a window, and before i
 
   // It loads the runtime (PyTorch does at its first CUDA call): the next Mark attaches.
   REQUIRE(child->WriteLine("load").ok());
-  REQUIRE(Line(*child) == "loaded");
+  REQUIRE(RequireLine(*child) == "loaded");
   auto zero = watch.Mark(pid);
   REQUIRE_MESSAGE(zero.ok(), zero.status().ToString());
   CHECK(zero->count == 0);
@@ -68,7 +52,7 @@ TEST_CASE("gpu sync watch: a real libcudart's syncs close a window, and before i
   REQUIRE(child->WriteLine("now").ok());
   long long end_ns = 0;
   {
-    std::istringstream in(Line(*child));
+    std::istringstream in(RequireLine(*child));
     std::string word;
     in >> word >> end_ns;
     REQUIRE(word == "now");
@@ -79,7 +63,7 @@ TEST_CASE("gpu sync watch: a real libcudart's syncs close a window, and before i
   REQUIRE(child->WriteLine("sync").ok());
   long long t0 = 0, t1 = 0;
   {
-    std::istringstream in(Line(*child));
+    std::istringstream in(RequireLine(*child));
     std::string word;
     in >> word >> t0 >> t1;
     REQUIRE(word == "synced");

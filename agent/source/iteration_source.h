@@ -130,6 +130,11 @@ struct ProbeCounterPathStats {
   uint64_t read_failures = 0;     // probe snapshots given up (no consistent read)
   uint64_t steal_subtracted = 0;  // windows with hypervisor steal subtracted from task-clock
   uint64_t steal_flagged = 0;     // of them, task-clock left out: too much stolen
+  // Where the kernel path reads hypervisor steal: "kvm_steal_time", "run_queue", "none", or ""
+  // when the path is not in the kernel (IterationProbeSkeleton::steal_source); why, in a sentence.
+  std::string steal_source;
+  std::string steal_why;
+  uint64_t steal_stale = 0;  // windows with a CPU's steal read from its run queue's copy
   uint64_t arm_failures = 0;      // processes the kernel path could not arm (user space instead)
 };
 

@@ -121,5 +121,33 @@ TEST_CASE("probe counter events: /metrics says which counter path is in force an
   CHECK(Sample(*p2, "path", "kernel") == 0);
 }
 
+TEST_CASE("probe counter events: /metrics says where hypervisor steal is read") {
+  ProbeCounterPathStats c;
+  c.path = "in-kernel sched_switch counting";
+  c.steal_source = "kvm_steal_time";
+  c.steal_stale = 4;
+  StubSource src(c);
+  auto fams = SourceFamilies(&src);
+  const MetricFamily* steal = Find(fams, "seqpoint_probe_steal_source");
+  REQUIRE(steal != nullptr);
+  CHECK(steal->type == "gauge");
+  CHECK(Sample(*steal, "source", "kvm_steal_time") == 1);
+  CHECK(Sample(*steal, "source", "run_queue") == 0);
+  CHECK(Sample(*steal, "source", "none") == 0);
+  const MetricFamily* windows = Find(fams, "seqpoint_probe_counting_windows_total");
+  REQUIRE(windows != nullptr);
+  CHECK(Sample(*windows, "outcome", "steal_stale") == 4);
+  // The user-space path reads no steal: every source 0.
+  c.path = "user-space perf collector";
+  c.steal_source.clear();
+  StubSource user(c);
+  const auto user_fams = SourceFamilies(&user);
+  const MetricFamily* s2 = Find(user_fams, "seqpoint_probe_steal_source");
+  REQUIRE(s2 != nullptr);
+  for (const char* src_name : {"kvm_steal_time", "run_queue", "none"}) {
+    CHECK(Sample(*s2, "source", src_name) == 0);
+  }
+}
+
 }  // namespace
 }  // namespace seqpoint::daemon

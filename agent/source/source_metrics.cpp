@@ -35,13 +35,24 @@ std::vector<MetricFamily> SourceFamilies(const IterationSource* source) {
               "Counter windows read in the probes, by outcome: read (both probes), flagged (a "
               "counter left out), implausible (a value the guard rejected), read_failed (no "
               "consistent snapshot), steal_subtracted (hypervisor steal taken out of "
-              "task-clock), steal_flagged (task-clock left out: too much stolen).")
+              "task-clock), steal_flagged (task-clock left out: too much stolen), steal_stale "
+              "(a CPU's steal read from its run queue's copy, not KVM's record).")
           .Add({{"outcome", "read"}}, static_cast<double>(c.windows))
           .Add({{"outcome", "flagged"}}, static_cast<double>(c.flagged))
           .Add({{"outcome", "implausible"}}, static_cast<double>(c.implausible))
           .Add({{"outcome", "read_failed"}}, static_cast<double>(c.read_failures))
           .Add({{"outcome", "steal_subtracted"}}, static_cast<double>(c.steal_subtracted))
-          .Add({{"outcome", "steal_flagged"}}, static_cast<double>(c.steal_flagged)));
+          .Add({{"outcome", "steal_flagged"}}, static_cast<double>(c.steal_flagged))
+          .Add({{"outcome", "steal_stale"}}, static_cast<double>(c.steal_stale)));
+  MetricFamily steal = Gauge(
+      "seqpoint_probe_steal_source",
+      "1 for where the in-kernel counter path reads hypervisor steal time: kvm_steal_time (KVM's "
+      "per-CPU record, checked against the run queue's copy), run_queue (the run queue's copy "
+      "only, up to a tick old), none (not subtracted); all 0 when the path is not in the kernel.");
+  for (const char* src : {"kvm_steal_time", "run_queue", "none"}) {
+    steal.Add({{"source", src}}, c.steal_source == src ? 1 : 0);
+  }
+  out.push_back(std::move(steal));
   return out;
 }
 

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "agent/testing/test_util.h"
-#include "firmware-shim/gpu_metrics.h"
+#include "firmware-shim/gpu_metrics/gpu_metrics.h"
 
 namespace seqpoint::daemon::testing {
 

@@ -12,12 +12,13 @@ baseline, with no seqpointd running), then watched by a seqpointd started for th
     the baseline's p50-p90 spread beside it as the noise floor;
   - seqpointd's CPU (utime + stime over the cell) per 1,000 iterations, and its RSS after it;
   - the measured share of the cell's iterations;
-  - seqpointd's loop latency (`seqpoint status --json`, source.loop_latency): for every event
-    that wakes the daemon at once (the begin and end of an iteration it measures), the time
+  - seqpointd's loop latency (`seqpoint status --json`, source.loop_latency.woken): for every
+    record that wakes the daemon at once (the begin and end of a hooked iteration: hooks are
+    armed hook_lead iterations ahead of each slot, so more are hooked than measured), the time
     from the probe's CLOCK_MONOTONIC stamp in the kernel to the loop starting to handle it,
-    p50/p99/max (bucketed, <= 6% high) and how many; end records of unmeasured iterations are
-    batched on purpose (read when probes.poll_interval_ms passes) and their age is not counted
-    as latency.
+    p50/p99/max (bucketed, <= 6.25% high) and how many; end records of unhooked iterations are
+    batched on purpose (read every 256 KiB of backlog or probes.poll_interval_ms) and their age
+    is the batch delay (source.loop_latency.batched), never counted as latency.
 A cell whose total rate is above --max-total-rate (64 x 10^4 = 640,000 iterations/s: more than
 2 cores can drive with 20 us of work each) is not skipped but saturated: its processes ask for
 their rate, each runs --max-total-rate x --seconds / processes iterations, and the rate the

@@ -16,9 +16,15 @@
 #    measured on (UUID) against the trainer's own; GPM values per SeqPoint beside NVML's; every
 #    projection against the trainer's own CUDA-event-timed iterations and NVML energy; per
 #    measured window whether a CUDA sync closed it (collectors/gpu/sync_window.h, from the syncs
-#    seqpoint-syncwatch recorded beside the trainer), and that over every trainer iteration.
-# Finishes in under 8 minutes (each step has a deadline). Exit: 0 done, 1 failure, 2 usage,
-# 3 no NVIDIA GPU (everything before the GPU steps ran).
+#    seqpoint-syncwatch recorded beside the trainer), and that over every trainer iteration;
+# 7. checks the GPU window rule as the daemon applied it (bench/gpu/prove_windows.py): every
+#    outcome of seqpoint_gpu_windows_total{outcome} in /metrics equal to `seqpoint status`'s
+#    gpu_windows (the left-out ones, not_closed first, counted), and closed_at_sync > 0 (the
+#    zero-code GRU ends its iterations before loss.item(): only its next sync can close them);
+#    prints the summary and PASS or FAIL.
+# Finishes in under 8 minutes (each step has a deadline). Exit: 0 done and the checks of 7
+# passed, 1 failure (of a step or of those checks), 2 usage, 3 no NVIDIA GPU (everything
+# before the GPU steps ran).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,7 +34,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=${2:?--bundle needs a file}; shift 2 ;;
     --seconds-per-sl) per_sl=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "prove: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -147,4 +153,14 @@ print((m or [{}])[-1].get("id", ""))' "$work/runs.json" "prove-$model")
   python3 "$here/prove_report.py" "$model" "$work/$model.csv" "$work/$model.show.json" \
     "$work/$model.report.json" "$sync"
 done
+# 7. The GPU window rule as the daemon applied it: `seqpoint status` beside /metrics.
+"$sp" status --json > "$work/status.json"
+listen=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("metrics_listen", ""))' \
+  "$work/status.json")
+python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode())' \
+  "$listen" > "$work/metrics.txt" || say "could not read http://$listen/metrics"
+windows=0
+python3 "$here/prove_windows.py" "$work/status.json" "$work/metrics.txt" || windows=1
 say "done in $(( $(date +%s) - t0 )) s"
+[ "$windows" = 0 ] || { echo "prove: the GPU window checks failed (see above)" >&2; exit 1; }

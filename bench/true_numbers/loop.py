@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The workload of bench/true_numbers.py: a small LSTM or GRU language-model loop in PyTorch on
 the CPU, each iteration marked with seqpoint_probe, writing its own reading of every iteration
-to a CSV: iter,seq_len,wall_ns,cpu_ns,threads_ns.
+to a CSV: iter,seq_len,wall_ns,cpu_ns,threads_ns,mono_begin_ns,mono_end_ns,switches
+(switches: the process's context switches inside the thread clock reads, getrusage).
 
 The reading is taken right beside the marks: CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID (cpu_ns)
 and every thread's own CPU clock, summed (threads_ns: the intra-op pool included) just after the
@@ -18,6 +19,7 @@ import argparse
 import csv
 import os
 import random
+import resource
 import sys
 import time
 
@@ -63,6 +65,13 @@ class Model(torch.nn.Module):
 def thread_clock(tid):
     """The CPU clock of thread `tid` of this process (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED))."""
     return ((~tid) << 3) | 6
+
+
+def switches():
+    """The process's context switches so far, every thread's, ended ones too (getrusage: the
+    nvcsw + nivcsw that the kernel counts where sched_switch fires, as the probes count them)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_nvcsw + ru.ru_nivcsw
 
 
 def task_ids():
@@ -124,11 +133,13 @@ def main():
         w0 = time.clock_gettime_ns(mono)
         c0 = time.clock_gettime_ns(cpu)
         t0 = threads_cpu_ns(tids)
+        s0 = switches()
         opt.zero_grad()
         logits = model(x[:, :-1])
         loss = loss_fn(logits.reshape(-1, VOCAB), x[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
+        s1 = switches()
         t1 = threads_cpu_ns(tids)
         c1 = time.clock_gettime_ns(cpu)
         w1 = time.clock_gettime_ns(mono)
@@ -140,11 +151,11 @@ def main():
         # any more: then -1, and the harness falls back to the process clock.
         threads = (sum(v - t0.get(tid, 0) for tid, v in t1.items())
                    if all(tid in t1 for tid in t0) else -1)
-        rows.append((it, sl, w1 - w0, c1 - c0, threads, w0, w1))
+        rows.append((it, sl, w1 - w0, c1 - c0, threads, w0, w1, s1 - s0))
     with open(a.csv, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(("iter", "seq_len", "wall_ns", "cpu_ns", "threads_ns", "mono_begin_ns",
-                    "mono_end_ns"))
+                    "mono_end_ns", "switches"))
         w.writerows(rows)
     return 0
 

@@ -11,7 +11,7 @@
 #include "collectors/energy/gpu_metrics_energy.h"
 #include "collectors/energy/rapl.h"
 #include "collectors/registry.h"
-#include "firmware-shim/gpu_metrics.h"
+#include "firmware-shim/gpu_metrics/gpu_metrics.h"
 
 namespace seqpoint::collectors {
 namespace {

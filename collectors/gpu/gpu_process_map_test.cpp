@@ -1,5 +1,5 @@
-// Which GPUs a process uses, on fixtures of real nodes: NVIDIA through the node double of NVML
-// (testdata/fake_nvml_node.c reading GPUs and processes from real `nvidia-smi -q -x` outputs),
+// Which GPUs a process uses, on fixtures of real nodes: NVIDIA through the NVML double in node
+// mode (nvml/testdata/fake_nvml.c reading GPUs and processes from real `nvidia-smi -q -x`),
 // AMD through KFD sysfs trees written from real topology properties. Faults: a GPU lost, a
 // process on two GPUs, a container process (host pid), CUDA_VISIBLE_DEVICES by UUID or
 // reordered, MIG, a process not on a GPU yet, an NVML without the _v3 entry point.
@@ -37,7 +37,7 @@ struct NodeEnv {
   }
 };
 
-std::unique_ptr<NvmlLibrary> Node(const char* path = SEQPOINT_FAKE_NVML_NODE_PATH) {
+std::unique_ptr<NvmlLibrary> Node(const char* path = SEQPOINT_FAKE_NVML_PATH) {
   auto lib = NvmlLibrary::Load(path);
   REQUIRE_MESSAGE(lib.ok(), lib.status().ToString());
   return std::move(lib).value();
@@ -157,7 +157,7 @@ TEST_CASE("nvml collector: a process's own GPU, UUID on every sample, re-checked
   NodeEnv env("3:9100:1500");
   FakeClock clock;
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   // Not on any GPU: opened, but never measured on every GPU.
   REQUIRE(nvml.Open({4242, ""}).ok());

@@ -7,11 +7,11 @@
 //   rocm_smi:gpu*, gpu_metrics:*) end where the GPU has finished what the CPU queued in it,
 //   as a synchronisation the process returned from says (probes/sync/sync_probes.h:
 //   cudaStreamSynchronize, a device-to-host copy, cuCtxSynchronize, hipDeviceSynchronize, ...):
-//   - closed at the end: a sync returned at most `tail_ns` (default 2 ms) before the window's
-//     CPU end (a loop whose step ends with loss.item() inside the marked iteration): the GPU
-//     had caught up; the GPU values are read at once;
+//   - closed at the end: a sync returned at most `tail_ns` (runs.gpu_sync_tail_ms, 2 ms)
+//     before the window's CPU end (a loop whose step ends with loss.item() inside the marked
+//     iteration): the GPU had caught up; the GPU values are read at once;
 //   - closed at the next sync: else the first sync return after the CPU end, if it comes
-//     within `bound_ns` (default 1 s) of it: the GPU values are read then;
+//     within `bound_ns` (runs.gpu_sync_bound_ms, 1 s) of it: the GPU values are read then;
 //   - otherwise the window's GPU values are flagged "window not closed by a sync" and left
 //     out, never reported as that window's. A process without a sync probe (no CUDA/HIP
 //     runtime mapped, no eBPF) is not closed either.

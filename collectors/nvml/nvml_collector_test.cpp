@@ -45,7 +45,9 @@ TEST_CASE("nvml: recorded A100 values through dlopen, energy as a window delta")
   o.field_ids = {NVML_FI_DEV_MEMORY_TEMP, 9999};
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({0, ""}).ok());
-  CHECK(nvml.Describe().find("gpu0=0000:01:00.0") != std::string::npos);
+  // Series carry the GPU's recorded UUID; Ampere has no GPM, and says so.
+  CHECK(nvml.Describe().find("gpu0=GPU-513536b6-7d19-9063-b049-1e69664bb298") != std::string::npos);
+  CHECK(nvml.Describe().find("GPM not supported on NVIDIA A100-SXM4-80GB") != std::string::npos);
   REQUIRE(nvml.Begin().ok());
   auto r = nvml.End();
   REQUIRE(r.ok());
@@ -129,13 +131,18 @@ TEST_CASE("nvml: a GPU in use by a profiler makes the reading void, marked count
   CHECK(r.status().message().find("In use by another client") != std::string::npos);
 }
 
-TEST_CASE("nvml: device selection by index or PCI address") {
+TEST_CASE("nvml: device selection by index, PCI address or UUID") {
   FakeEnv env{{"FAKE_NVML_DEVICES", "2"}};
   NvmlCollector by_index(Fake());
   REQUIRE(by_index.Open({0, "1"}).ok());
-  CHECK(by_index.Describe().find("gpu1=0000:02:00.0") != std::string::npos);
+  CHECK(by_index.Describe().find("gpu1=GPU-513536b6-7d19-9063-b049-1e69664bb201") !=
+        std::string::npos);
   NvmlCollector by_pci(Fake());
   REQUIRE(by_pci.Open({0, "0000:02:00.0"}).ok());
+  CHECK(by_pci.Describe().find("gpu1=") != std::string::npos);
+  NvmlCollector by_uuid(Fake());
+  REQUIRE(by_uuid.Open({0, "GPU-513536b6-7d19-9063-b049-1e69664bb201"}).ok());
+  CHECK(by_uuid.Describe().find("gpu1=") != std::string::npos);
   NvmlCollector none(Fake());
   CHECK(none.Open({0, "7"}).code() == ErrorCode::kNotFound);
 }

@@ -1,4 +1,4 @@
-// NVML GPM against the node double (gpu/testdata/fake_nvml_node.c): nvml.h's structs and
+// NVML GPM against the NVML double in node mode (testdata/fake_nvml_gpm.c): nvml.h's structs and
 // versions, per-metric return codes, and the 100 ms refresh, with a clock the test drives (the
 // agent's FakeClock and the double's together). The fixture's Blackwell GPU has GPM; its A100,
 // Ada, 3080 and T4 do not.
@@ -22,7 +22,7 @@ constexpr int64_t kMs = 1'000'000;
 // The double's controls, from the copy the collector dlopen'ed.
 struct Double {
   Double() {
-    handle = dlopen(SEQPOINT_FAKE_NVML_NODE_PATH, RTLD_NOW | RTLD_NOLOAD);
+    handle = dlopen(SEQPOINT_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD);
     REQUIRE(handle != nullptr);
     set_time =
         reinterpret_cast<void (*)(unsigned long long)>(dlsym(handle, "fake_nvml_set_time_ns"));
@@ -69,7 +69,7 @@ TEST_CASE("nvml gpm: a window on a GPM GPU, values exact over whole refreshes") 
   Env env("4:8800:30000");  // a trainer on the Blackwell GPU (NVML index 4)
   FakeClock clock(1'700'000'000'000'000'000, 10'000 * kMs);
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8800, ""}).ok());
   CHECK(nvml.Describe().find("(GPM)") != std::string::npos);
@@ -105,7 +105,7 @@ TEST_CASE("nvml gpm: the 100 ms refresh: edges off the tick, short windows left 
   Env env("4:8800:30000");
   FakeClock clock(1'700'000'000'000'000'000, 20'000 * kMs);
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8800, ""}).ok());
   Double fake;
@@ -141,7 +141,7 @@ TEST_CASE("nvml gpm: the 100 ms refresh: edges off the tick, short windows left 
 TEST_CASE("nvml gpm: not supported on a pre-Hopper GPU is named, no GPM symbols degrade") {
   Env env("2:8801:1000");  // on the A100 (Ampere)
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8801, ""}).ok());
   CHECK(nvml.Describe().find("GPM not supported on NVIDIA A100-SXM4-80GB (Hopper or later") !=
@@ -167,7 +167,7 @@ TEST_CASE("nvml gpm: a GPU lost mid-run leaves its values out") {
   Env env("4:8800:30000");
   setenv("FAKE_NVML_LOST", "4", 1);
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   auto opened = nvml.Open({0, "4"});  // the handle opens; every read says GPU is lost
   unsetenv("FAKE_NVML_LOST");
@@ -183,7 +183,7 @@ TEST_CASE("nvml gpm: a process on two GPUs, one falls off the bus mid-run, the o
   Env env("4:8802:20000;1:8802:300");
   FakeClock clock(1'700'000'000'000'000'000, 30'000 * kMs);
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8802, ""}).ok());
   Double fake;
@@ -234,7 +234,7 @@ TEST_CASE(
   setenv("FAKE_NVML_HOPPER", "2", 1);
   FakeClock clock(1'700'000'000'000'000'000, 40'000 * kMs);
   NvmlOptions o;
-  o.library = SEQPOINT_FAKE_NVML_NODE_PATH;
+  o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({7002, ""}).ok());
   unsetenv("FAKE_NVML_HOPPER");

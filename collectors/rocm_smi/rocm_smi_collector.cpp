@@ -154,6 +154,16 @@ Result<std::vector<Sample>> RocmSmiCollector::End() {
     } else {
       Note(&warnings_, &held, p + ":vram_used", r);
     }
+    // The capacity, as NVML's mem_total: what the SL at which the job runs out of GPU memory
+    // is reckoned against (agent/runs/run_metrics.cpp).
+    uint64_t vram_total = 0;
+    if ((r = rsmi_dev_memory_total_get(d.id.index, RSMI_MEM_TYPE_VRAM, &vram_total)) ==
+        RSMI_STATUS_SUCCESS) {
+      out.push_back(DeviceSample(p + ":vram_total", static_cast<double>(vram_total), "bytes",
+                                 SampleKind::kGauge, d.label));
+    } else {
+      Note(&warnings_, &held, p + ":vram_total", r);
+    }
     int64_t temp = 0;
     if ((r = rsmi_dev_temp_metric_get(d.id.index, RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_CURRENT, &temp)) ==
         RSMI_STATUS_SUCCESS) {

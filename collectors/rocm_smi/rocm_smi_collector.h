@@ -1,10 +1,12 @@
 // ROCm SMI collector: per AMD GPU, the energy counter (delta over the window), and at End the
-// average power, busy %, current shader and memory clocks, VRAM in use and edge temperature.
+// average power, busy %, current shader and memory clocks, VRAM in use and its capacity, and
+// edge temperature.
 //
 // Samples: "rocm_smi:gpu<i>:energy" uJ, ":power" W, ":busy" %, ":sclk" MHz, ":mclk" MHz,
-// ":vram_used" bytes, ":temp_edge" C. A value the library cannot read this time
-// (RSMI_STATUS_NOT_SUPPORTED on this ASIC, a file gone with the device, EAGAIN from the
-// driver) is left out and named by warnings(); if every device fails, End fails.
+// ":vram_used" bytes, ":vram_total" bytes (the capacity, mem_info_vram_total), ":temp_edge" C.
+// A value the library cannot read this time (RSMI_STATUS_NOT_SUPPORTED on this ASIC, a file
+// gone with the device, EAGAIN from the driver) is left out and named by warnings(); if every
+// device fails, End fails.
 // Every sample is a device sample (device: the PCI bus id; for a process, its KFD UUID when the
 // topology has one); energy a delta, the rest gauges. For a process (Target::pid > 0, no
 // Target::device) only the GPUs it has a KFD context on (/sys/class/kfd/kfd/proc/<pid>,

@@ -105,6 +105,7 @@ TEST_CASE("rocm_smi: real library, fake sysfs of an RX 6900 XT, values as captur
   CHECK(v["rocm_smi:gpu0:sclk"] == "500 MHz");   // pp_dpm_sclk "0: 500Mhz *"
   CHECK(v["rocm_smi:gpu0:mclk"] == "1000 MHz");  // pp_dpm_mclk "3: 1000Mhz *"
   CHECK(v["rocm_smi:gpu0:vram_used"] == "668274688 bytes");
+  CHECK(v["rocm_smi:gpu0:vram_total"] == "17163091968 bytes");  // mem_info_vram_total, 16 GiB
   CHECK(v["rocm_smi:gpu0:temp_edge"] == "56 C");  // temp1_input 56000, label edge
   CHECK(v["warnings"].empty());
 }
@@ -127,6 +128,30 @@ TEST_CASE("rocm_smi: device selection by index or PCI address, unknown device na
   CHECK(v["open[0]"] == "OK");
   CHECK(v["open[0000:0c:00.0]"] == "OK");
   CHECK(v["open[1]"] == "not found: no AMD GPU '1' here; devices: 0 (0000:0c:00.0)");
+}
+
+TEST_CASE("rocm_smi: a VRAM capacity the driver does not give is left out and named") {
+  Fixture fx;
+  std::filesystem::remove(fx.class_dir + "/drm/card0/device/mem_info_vram_total");
+  auto run = testing::RunWithFakeSysClass(fx.class_dir, [] {
+    RocmSmiCollector c("/sys");
+    Status s = c.Open({0, ""});
+    if (!s.ok()) return Lines(s, {});
+    s = c.Begin();
+    Result<std::vector<Sample>> r = c.End();
+    std::string out = "warnings=" + c.warnings() + "\n";
+    return out + (r.ok() ? Lines(s, *r) : Lines(r.status(), {}));
+  });
+  if (!run.ran) {
+    MESSAGE("skipped: " << run.output);
+    return;
+  }
+  INFO(run.output);
+  auto v = Parse(run.output);
+  CHECK(v["status"] == "OK");
+  CHECK(v.count("rocm_smi:gpu0:vram_total") == 0);  // never a 0 capacity
+  CHECK(v["rocm_smi:gpu0:vram_used"] == "668274688 bytes");
+  CHECK(v["warnings"].find("rocm_smi:gpu0:vram_total: ") != std::string::npos);
 }
 
 TEST_CASE("rocm_smi: a GPU that disappears mid-measurement is a clear status, not a crash") {

@@ -9,7 +9,9 @@ panel's title, query, legend and series count. With --screenshot, headless Chrom
 This is not Grafana's rendering (its panel plugins, units and styling are not reproduced): what
 it shows is that each panel's PromQL is valid, returns the series it should from agents' real
 /metrics, and that those series tell the story the panel promises. Exit status 1 when a panel
-listed in --expect-data returned no series (or a query failed), 2 on usage errors.
+listed in --expect-data returned no series (or a query failed), 2 on usage errors. Run by
+bench/fleet/run.sh on its live fleet, and by render_fleet_dashboard_test.py (ctest
+grafana_fleet_dashboard_render: replaying agents, a real Prometheus, the screenshot checked).
 
 Usage: render_fleet_dashboard.py --prometheus URL --out DIR [--minutes 10] [--screenshot]
            [--expect-data "Title,Title"]"""
@@ -161,8 +163,10 @@ code{display:block;color:#555;font-size:10px;white-space:pre-wrap;margin-bottom:
             failures.append("panel %r returned no series" % title)
     if args.screenshot:
         png = os.path.join(args.out, "dashboard.png")
+        # The whole grid: 30 px rows and 4 px gaps under a heading of about 60 px.
+        height = 80 + 34 * max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dash["panels"])
         rc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                             "--hide-scrollbars", "--window-size=1600,1500",
+                             "--hide-scrollbars", "--window-size=1600,%d" % height,
                              "--screenshot=" + png, "file://" + page_path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         if rc.returncode != 0 or not os.path.exists(png):

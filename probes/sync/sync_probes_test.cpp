@@ -5,14 +5,12 @@
 #include "probes/sync/sync_probes.h"
 
 #include <doctest/doctest.h>
-#include <sys/stat.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <sstream>
 
 #include "collectors/gpu/sync_window.h"
+#include "probes/sync/sync_workload_driver.h"
 #include "probes/testing/child_process.h"
 
 namespace seqpoint::probes {
@@ -20,25 +18,8 @@ namespace {
 
 using testing::BuildPath;
 using testing::ChildProcess;
-
-std::string CudaRuntime() {
-  const char* dir = std::getenv("SEQPOINT_CUDA_LIB_DIR");
-  const std::string path =
-      std::string(dir && *dir ? dir : "/usr/local/cuda/lib64") + "/libcudart.so.13";
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) return path;
-  std::fprintf(stderr,
-               "SKIP: %s is absent (no CUDA 13 toolkit here; set SEQPOINT_CUDA_LIB_DIR to its "
-               "lib64)\n",
-               path.c_str());
-  return "";
-}
-
-std::string Line(ChildProcess& child) {
-  auto line = child.ReadLine();
-  REQUIRE_MESSAGE(line.ok(), line.status().ToString());
-  return *line;
-}
+using testing::CudaRuntimeOrSkip;
+using testing::RequireLine;
 
 bool Contains(const std::vector<std::string>& v, const std::string& prefix) {
   for (const std::string& s : v) {
@@ -50,13 +31,13 @@ bool Contains(const std::vector<std::string>& v, const std::string& prefix) {
 TEST_CASE(
     "sync probes: the returns of a real process's libcudart syncs, device-to-host copies "
     "only") {
-  const std::string cudart = CudaRuntime();
+  const std::string cudart = CudaRuntimeOrSkip();
   if (cudart.empty() || !testing::CanUseBpf()) return;
   auto probes = SyncProbes::Create();
   REQUIRE_MESSAGE(probes.ok(), probes.status().ToString());
   auto child = ChildProcess::Start({BuildPath("probes/sync_workload"), cudart});
   REQUIRE_MESSAGE(child.ok(), child.status().ToString());
-  const std::string ready = Line(*child);
+  const std::string ready = RequireLine(*child);
   REQUIRE(ready.rfind("ready ", 0) == 0);
   const int pid = child->pid();
 
@@ -67,7 +48,7 @@ TEST_CASE(
   CHECK_FALSE((*probes)->Attached(pid));
 
   REQUIRE(child->WriteLine("load").ok());
-  REQUIRE(Line(*child) == "loaded");
+  REQUIRE(RequireLine(*child) == "loaded");
   auto attached = (*probes)->AttachPid(pid);
   REQUIRE_MESSAGE(attached.ok(), attached.status().ToString());
   for (const char* fn :
@@ -80,12 +61,12 @@ TEST_CASE(
   CHECK(before->last_ns == 0);
 
   REQUIRE(child->WriteLine("burst").ok());
-  std::istringstream last(Line(*child));
+  std::istringstream last(RequireLine(*child));
   std::string word;
   long long t0 = 0, t1 = 0;
   last >> word >> t0 >> t1;
   REQUIRE(word == "last");
-  REQUIRE(Line(*child) == "done 7");
+  REQUIRE(RequireLine(*child) == "done 7");
   auto mark = (*probes)->Mark(pid);
   REQUIRE(mark.ok());
   // 3 stream syncs + 2 device-to-host copies + 1 event sync + 1 device sync; the 2
@@ -104,7 +85,7 @@ TEST_CASE(
 
 long long Stamp(ChildProcess& child, const std::string& command, const std::string& word) {
   REQUIRE(child.WriteLine(command).ok());
-  std::istringstream in(Line(child));
+  std::istringstream in(RequireLine(child));
   std::string got;
   long long t = 0;
   in >> got >> t;
@@ -116,15 +97,15 @@ long long Stamp(ChildProcess& child, const std::string& command, const std::stri
 // followed by a real cudaStreamSynchronize is closed at that return; one with no sync after it
 // is flagged and its GPU values left out.
 TEST_CASE("sync window: closed by the real process's next cudaStreamSynchronize, else flagged") {
-  const std::string cudart = CudaRuntime();
+  const std::string cudart = CudaRuntimeOrSkip();
   if (cudart.empty() || !testing::CanUseBpf()) return;
   auto probes = SyncProbes::Create();
   REQUIRE_MESSAGE(probes.ok(), probes.status().ToString());
   auto child = ChildProcess::Start({BuildPath("probes/sync_workload"), cudart});
   REQUIRE_MESSAGE(child.ok(), child.status().ToString());
-  REQUIRE(Line(*child).rfind("ready ", 0) == 0);
+  REQUIRE(RequireLine(*child).rfind("ready ", 0) == 0);
   REQUIRE(child->WriteLine("load").ok());
-  REQUIRE(Line(*child) == "loaded");
+  REQUIRE(RequireLine(*child) == "loaded");
   const int pid = child->pid();
   REQUIRE((*probes)->AttachPid(pid).ok());
   auto reading = [&]() -> std::optional<collectors::SyncReading> {
@@ -144,7 +125,7 @@ TEST_CASE("sync window: closed by the real process's next cudaStreamSynchronize,
   closed.EndCpu(cpu_end);
   CHECK(closed.Check(cpu_end, reading()) == collectors::SyncVerdict::kWaiting);
   REQUIRE(child->WriteLine("sync").ok());
-  std::istringstream synced(Line(*child));
+  std::istringstream synced(RequireLine(*child));
   std::string word;
   long long t0 = 0, t1 = 0;
   synced >> word >> t0 >> t1;
@@ -157,7 +138,7 @@ TEST_CASE("sync window: closed by the real process's next cudaStreamSynchronize,
   // A sync in the window's tail closes it at its end (the default 2 ms tail; the real return
   // stamped by the workload).
   REQUIRE(child->WriteLine("sync").ok());
-  std::istringstream tail(Line(*child));
+  std::istringstream tail(RequireLine(*child));
   long long s0 = 0, s1 = 0;
   tail >> word >> s0 >> s1;
   auto returned = reading();

@@ -10,8 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "probes/iteration_probes.h"
@@ -29,11 +33,29 @@ inline const ProbeCounterEvent kPageFaults{"page-faults", PERF_TYPE_SOFTWARE,
 
 struct Measured {
   std::vector<IterationEvent> ends;
-  std::map<uint64_t, uint64_t> own_cpu_ns;  // the workload's own, every thread, per iteration
+  std::map<uint64_t, uint64_t> own_cpu_ns;    // the workload's own, every thread, per iteration
+  std::map<uint64_t, uint64_t> own_switches;  // its own context switches (getrusage), likewise
   ProbeCounterProcStats stats;
   bool exec_seen = false;
   ProbeCounterProcStats at_exec;  // while the new image waits, before it is attached again
 };
+
+// Each thread of `pid`: its state and the kernel function it waits in (/proc), for a failure.
+inline std::string ThreadStates(int pid) {
+  std::string out;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;  // the process may be gone: no exception, an empty list
+  for (const auto& t : std::filesystem::directory_iterator(task, ec)) {
+    std::ifstream stat(t.path() / "stat"), wchan(t.path() / "wchan");
+    std::string s((std::istreambuf_iterator<char>(stat)), {}), w;
+    std::getline(wchan, w);
+    const size_t paren = s.rfind(')');
+    out += " " + t.path().filename().string() + ":" +
+           (paren != std::string::npos && paren + 2 < s.size() ? s.substr(paren + 2, 1) : "?") +
+           "/" + (w.empty() ? "-" : w);
+  }
+  return out.empty() ? " (none: the process is gone)" : out;
+}
 
 // Runs counter_workload with hooks on every iteration and `events` armed (when not empty). After
 // an exec the probes are attached again to the new image; the counters stay armed.
@@ -62,15 +84,28 @@ inline Measured RunWorkload(IterationProbes& probes, CollectingSink& sink,
   Measured m;
   size_t want = 0;
   const int64_t deadline = MonotonicMs() + 60000;
+  std::string last = "ready";  // the last line read, for a failure to say where it stopped
   for (;;) {
     REQUIRE(probes.Poll(0).ok());
     auto line = child->ReadLine(10);
     if (!line.ok()) {
-      REQUIRE(MonotonicMs() < deadline);
+      // A workload that died (its stdout closed) says so at once, with how it ended; one that
+      // stopped says where, and what its threads wait in.
+      if (line.status().message().find("closed its stdout") != std::string::npos) {
+        auto status = child->Wait(5000);
+        FAIL("counter_workload ended early (exit status "
+             << (status.ok() ? std::to_string(*status) : status.status().ToString())
+             << ") after the line '" << last << "'");
+      }
+      REQUIRE_MESSAGE(MonotonicMs() < deadline,
+                      "counter_workload stopped after the line '"
+                          << last << "' for 60 s; its threads: " << ThreadStates(pid));
       continue;
     }
+    last = *line;
     unsigned long long iter = 0, ns = 0, n = 0;
     if (std::sscanf(line->c_str(), "all %llu %llu", &iter, &ns) == 2) m.own_cpu_ns[iter] = ns;
+    if (std::sscanf(line->c_str(), "csw %llu %llu", &iter, &n) == 2) m.own_switches[iter] = n;
     if (std::sscanf(line->c_str(), "done %llu", &n) == 1) {
       want = m.own_cpu_ns.size();
       break;

@@ -26,8 +26,12 @@
 // CPU time inside the iteration read by main at the markers through the threads' own CPU clocks
 // (pthread_getcpuclockid: exact for a thread on another CPU too, kernel/sched/core.c
 // task_sched_runtime), plus the lifetimes of the storm threads; then "done <iterations>".
+// Also "csw <iter> <n>" per iteration: the process's context switches inside it, every thread's
+// (getrusage RUSAGE_SELF: voluntary + involuntary, the threads that ended too), read by main
+// just inside its CPU clock reads (so both CPU readings hold the getrusage calls).
 // With --exec-after, "exec <pid>" before the exec.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,6 +88,14 @@ void Helper(Pool* pool, uint64_t work_us) {
     std::lock_guard<std::mutex> lock(pool->mu);
     if (--pool->pending == 0) pool->cv.notify_all();
   }
+}
+
+// The process's context switches so far, every thread's, live or ended (kernel/sys.c getrusage:
+// the same nvcsw / nivcsw that __schedule counts where sched_switch fires).
+uint64_t Switches() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_nvcsw) + static_cast<uint64_t>(ru.ru_nivcsw);
 }
 
 uint64_t ClockOf(pthread_t thread) {
@@ -145,6 +157,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::atomic<uint64_t>> cpu(iters);  // round it + 1 is iteration it
   std::vector<uint64_t> all(iters);
+  std::vector<uint64_t> csw(iters);
   Pool pool;
   pool.cpu = &cpu;
   std::vector<std::thread> helpers;
@@ -161,6 +174,8 @@ int main(int argc, char** argv) {
     SEQPOINT_ITERATION_BEGIN(it, 16 + it % 3, 4, 64);
     const uint64_t begin_all = all_threads();
     const uint64_t begin = CpuNs(CLOCK_THREAD_CPUTIME_ID);
+    // Inside the CPU clocks' window: the getrusage calls are CPU time both readings hold.
+    const uint64_t begin_csw = Switches();
     {
       std::lock_guard<std::mutex> lock(pool.mu);
       pool.pending = threads;
@@ -181,6 +196,7 @@ int main(int argc, char** argv) {
       std::unique_lock<std::mutex> lock(pool.mu);
       pool.cv.wait(lock, [&] { return pool.pending == 0 || threads == 0; });
     }
+    csw[it] = Switches() - begin_csw;
     cpu[it] += CpuNs(CLOCK_THREAD_CPUTIME_ID) - begin;
     // A spinner born in this iteration had no clock at begin: its whole life is inside.
     all[it] = all_threads() - begin_all + lifetimes.load();
@@ -189,9 +205,11 @@ int main(int argc, char** argv) {
     usleep(200);  // between iterations, as a trainer loads its next batch
     if (static_cast<long>(it) == exec_after) {
       for (uint64_t i = first; i <= it; ++i) {
-        std::printf("cpu %llu %llu\nall %llu %llu\n", static_cast<unsigned long long>(i),
+        std::printf("cpu %llu %llu\nall %llu %llu\ncsw %llu %llu\n",
+                    static_cast<unsigned long long>(i),
                     static_cast<unsigned long long>(cpu[i].load()),
-                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(all[i]));
+                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(all[i]),
+                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(csw[i]));
       }
       std::printf("exec %d\n", static_cast<int>(getpid()));
       std::fflush(stdout);
@@ -224,6 +242,8 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(cpu[it].load()));
     std::printf("all %llu %llu\n", static_cast<unsigned long long>(it),
                 static_cast<unsigned long long>(all[it]));
+    std::printf("csw %llu %llu\n", static_cast<unsigned long long>(it),
+                static_cast<unsigned long long>(csw[it]));
   }
   std::printf("done %llu\n", static_cast<unsigned long long>(iters - first));
   std::fflush(stdout);

@@ -90,12 +90,12 @@ sources = ["gpu_metrics"]
   for (const char* family : {"seqpoint_energy_source_info{", "seqpoint_energy_reads_total{",
                              "seqpoint_run_energy_iterations_total{",
                              "seqpoint_run_energy_unattributed_iterations_total{"}) {
-    CHECK_MESSAGE(metrics.find(family) != std::string::npos, family);
+    CHECK_MESSAGE(metrics.find(family) != std::string::npos, std::string(family));
   }
   if (alone) {
     for (const char* family : {"seqpoint_energy_interpolation_bracket_seconds{",
                                "metric=\"energy_joules\"", "seqpoint_run_observer_excess{"}) {
-      CHECK_MESSAGE(metrics.find(family) != std::string::npos, family);
+      CHECK_MESSAGE(metrics.find(family) != std::string::npos, std::string(family));
     }
   }
   if (std::system("command -v promtool > /dev/null 2>&1") == 0) {
