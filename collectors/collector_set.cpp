@@ -168,6 +168,7 @@ std::vector<CollectorReading> CollectorSet::EndSome(
     st.total_cost_us += st.last_cost_us;
     st.last_status = r.status;
     st.last_warnings = e.collector->warnings();
+    st.description = e.collector->Describe();  // what it measures now (GPUs found after Open)
     (r.status.ok() ? st.measurements_ok : st.measurements_failed)++;
     e.begin_status = Unavailable("End() called without Begin()");
     readings.push_back(std::move(r));

@@ -29,7 +29,7 @@ struct CollectorStats {
   std::string name;
   CollectorState state = CollectorState::kClosed;
   Status open_status;                // why it is absent or failed
-  std::string description;           // Collector::Describe() after Open
+  std::string description;           // Collector::Describe() after Open and each End
   uint64_t measurements_ok = 0;      // End() returned samples
   uint64_t measurements_failed = 0;  // Begin() or End() failed
   Status last_status;                // of the last measurement

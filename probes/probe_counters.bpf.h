@@ -29,8 +29,9 @@
  * before a probe is not visible yet, so a window that lost more than 1/200 of its CPU time to
  * steal (a burst, whose unseen tail may be as large) has its task-clock left out too.
  *
- * Unseen switch-ins: rarely (about one in 10^5 switches on the 6.18 VMs measured) the
- * sched_switch tracepoint reports a thread switching out with no switch-in since its last
+ * Unseen switch-ins: sometimes (about one in 10^5 switches on some 6.18 VMs; one in 450 under CPU
+ * hogs on VMs whose own pid-1 threads are never reported switching out, ftrace's sched_switch
+ * event missing them too) the sched_switch tracepoint reports a thread switching out with no switch-in since its last
  * switch-out. The scheduler's runtime (sum_exec_runtime), which only grows while the thread runs,
  * says exactly how long it ran unseen: that is banked at the switch-out (unseen_runs), so a
  * window is exact unless one of its probes fell inside the unseen run. The probes look at what

@@ -4,6 +4,9 @@
 // Needs root (skips with a message otherwise).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "probes/probe_counters.h"
 #include "probes/testing/counter_run.h"
 
@@ -32,14 +35,26 @@ TEST_CASE("probe counters: a thread storm is counted, 1,000 threads born and end
   CHECK(a.compared >= 34);  // the rest flagged, each saying why
   CHECK(m.stats.untracked == 0);
   // A storm thread's own clock cannot see its exit (nor the kernel half of its creation): the
-  // probes count those, tens of microseconds a thread. So: never short by a thread (one missed
-  // thread is 300 us), and over by at most such overheads.
+  // probes count those, tens of microseconds a thread, more beside busy loops. The process's CPU
+  // clock holds them (exact here: no other thread is on a CPU at main's reads) but for each
+  // thread's last switch-out after it left the process's sums, and the probes' traps. So: never
+  // short by a thread (one missed thread is 300 us), and over the process's clock by at most
+  // such overheads.
+  std::vector<double> over_proc_us;
   for (const IterationEvent& e : m.ends) {
     if ((e.counter_mask & 1u) == 0) continue;
     const double own = static_cast<double>(m.own_cpu_ns.at(e.iter));
+    const double proc = static_cast<double>(m.own_proc_ns.at(e.iter));
     const double probe = static_cast<double>(e.counters[0]);
     CHECK(probe > own - 100'000);
-    CHECK(probe < own + 25 * 100'000);
+    CHECK(probe < proc + 25 * 100'000);
+    over_proc_us.push_back((probe - proc) / 1000);
+  }
+  std::sort(over_proc_us.begin(), over_proc_us.end());
+  if (!over_proc_us.empty()) {
+    MESSAGE("storm: task-clock less the process's CPU clock: median "
+            << a.Quantile(over_proc_us, 0.5) << " us, min " << over_proc_us.front() << " us, max "
+            << over_proc_us.back() << " us");
   }
 }
 
@@ -53,20 +68,35 @@ TEST_CASE("probe counters: a thread born mid-iteration and on a CPU at every lat
                            {"--iters", "30", "--spinner", "5", "--work-us", "2000"});
   REQUIRE(m.ends.size() == 30);
   auto a = Compare(m, 2000'000, "spinner");
-  CHECK(a.flagged <= 4);  // time stays exact with a sibling on a CPU: not flagged for it
-  CHECK(a.Quantile(a.rel, 0.5) < 0.02);
-  CHECK(a.Quantile(a.rel, 0.9) < 0.05);
+  // Time stays exact with a sibling on a CPU: not flagged for it. A window is flagged when the
+  // sched_switch tracepoint did not report a switch-in of the process (on the 6.18 VMs it reports
+  // no switch out of some tasks, so whatever runs next on that CPU goes unseen): then every window
+  // until that thread leaves its CPU, which the spinner does only when preempted, is flagged,
+  // one stretch per such run (FlaggedBeyondUnseenRuns). Only the rest is held to "few".
+  CHECK(testing::FlaggedBeyondUnseenRuns(m) <= 4);
+  // The spinner runs on while main goes from a marker to its clock reads (on a loaded machine
+  // main may be preempted there for a time slice): the probes' count is held to the bracket of
+  // main's reads on either side of each marker, not to the inner reads alone.
+  REQUIRE(a.outside_rel.size() == a.compared);
+  CHECK(a.Quantile(a.outside_rel, 0.5) < 0.02);
+  CHECK(a.Quantile(a.outside_rel, 0.9) < 0.05);
   // Page faults of a sibling on another CPU cannot be read at the probe: left out, and said so
-  // (whether the spinner holds another CPU at a probe depends on what runs beside the test).
-  size_t faults_left_out = 0;
+  // (whether the spinner holds another CPU at a probe depends on what runs beside the test). A
+  // window flagged as above leaves them out too, with every other counter.
+  constexpr uint32_t kLeavesFaultsOut = SP_COUNTERS_OTHERS_RUNNING | SP_COUNTERS_UNCOUNTED_THREAD |
+                                        SP_COUNTERS_READ_FAILED | SP_COUNTERS_EXEC;
+  size_t faults_left_out = 0, sibling = 0;
   for (const IterationEvent& e : m.ends) {
     if ((e.counter_mask & 2u) == 0) {
       ++faults_left_out;
-      CHECK((e.counter_flags & SP_COUNTERS_OTHERS_RUNNING) != 0);
+      sibling += (e.counter_flags & SP_COUNTERS_OTHERS_RUNNING) != 0;
+      CHECK_MESSAGE((e.counter_flags & kLeavesFaultsOut) != 0,
+                    "iteration " << e.iter << " flags " << e.counter_flags);
     }
   }
   MESSAGE("page faults left out of " << faults_left_out << " of " << m.ends.size()
-                                     << " iterations: a sibling was on a CPU at a probe");
+                                     << " iterations, " << sibling
+                                     << " of them with a sibling on a CPU at a probe");
 }
 
 TEST_CASE("probe counters: exec from a helper thread mid-run leaves the counts exact after") {
@@ -85,8 +115,11 @@ TEST_CASE("probe counters: exec from a helper thread mid-run leaves the counts e
   for (const IterationEvent& e : m.ends) after += e.iter >= 12 && (e.counter_mask & 1u) != 0;
   CHECK(after >= 15);  // counted again once attached to the new image
   auto a = Compare(m, 3 * 1500'000, "exec");
-  CHECK(a.Quantile(a.rel, 0.5) < 0.01);
-  CHECK(a.Quantile(a.rel, 0.9) < 0.03);
+  // Held to the bracket of main's clock reads on either side of each marker: the probes' traps
+  // (tens of microseconds, more beside busy loops) lie between those reads (Compare).
+  REQUIRE(a.outside_rel.size() == a.compared);
+  CHECK(a.Quantile(a.outside_rel, 0.5) < 0.01);
+  CHECK(a.Quantile(a.outside_rel, 0.9) < 0.03);
 }
 
 TEST_CASE("probe counters: values no process could produce are rejected") {

@@ -240,10 +240,13 @@ void PrintProjections(const json& show) {
       error = buf;
     }
     const bool perturbed = p.value("perturbed", false);
+    // Without an upper bound the total is an estimate nothing bounds, not a floor (one sample of
+    // a few can stand far above or below the truth): only its lower bound is printed.
     std::printf("  %-22s %12s %27s %12s %8s%s%s\n", metric.c_str(),
-                Value(D(p["total"]), unit).c_str(), interval.c_str(),
-                Value(D(p["actual"]), unit).c_str(), error.c_str(), perturbed ? "  PERTURBED" : "",
-                bounded ? "" : "  (a floor: too few events in the samples)");
+                bounded ? Value(D(p["total"]), unit).c_str() : "-", interval.c_str(),
+                Value(D(p["actual"]), unit).c_str(), bounded ? error.c_str() : "-",
+                perturbed ? "  PERTURBED" : "",
+                bounded ? "" : "  (left out: too few events or measured iterations to bound it)");
     if (gap.contains("iterations")) {
       const bool gap_bounded = std::isfinite(D(gap["high"]));
       std::printf("  %-22s %12s %27s  (in the total: %llu iterations never observed)\n", "",
@@ -286,12 +289,18 @@ void PrintProjections(const json& show) {
   // Older daemons send only the time self-check.
   json checks = show.value("self_checks", json::object());
   if (checks.empty() && show.contains("self_check")) checks["time_ns"] = show["self_check"];
+  const json projections = show.value("projections", json::object());
   for (const auto& [metric, c] : checks.items()) {
+    // An unbounded projection is "inside" any interval: say that there is none instead.
+    const bool bounded = !projections.contains(metric) ||
+                         projections[metric].value("bounded", true);
     std::printf(
         "\nself-check: %s projected from the SeqPoints vs measured on every iteration: "
-        "%+.2f%% (%s the 95%% interval)",
+        "%+.2f%% (%s)",
         metric == "energy_uj" ? "energy" : "iteration time", 100 * D(c["error"]),
-        c["within_interval"].get<bool>() ? "inside" : "OUTSIDE");
+        !bounded ? "no interval: too few measured iterations"
+        : c["within_interval"].get<bool>() ? "inside the 95% interval"
+                                           : "OUTSIDE the 95% interval");
     if (D(c.value("observer_ratio", json(1.0))) > 1) {
       std::printf("; corrected for the observer effect (x%.2f), %s added by measuring",
                   D(c["observer_ratio"]), Value(D(c["observer_excess"]), c["unit"]).c_str());
@@ -387,6 +396,14 @@ void RenderStatus(const json& s) {
                 static_cast<unsigned long long>(c["failed"].get<uint64_t>()),
                 D(c["cost_us"]) / 1000, c["last_error"].get<std::string>().empty() ? "" : ": ",
                 c["last_error"].get<std::string>().c_str());
+    // What it measures (per GPU: the energy counter's period, GPM) and what its last
+    // measurement left out, and why: no value is missing without a reason.
+    if (const std::string d = c.value("description", std::string()); !d.empty()) {
+      std::printf("            measures: %s\n", d.c_str());
+    }
+    if (const std::string w = c.value("warnings", std::string()); !w.empty()) {
+      std::printf("            last left out: %s\n", w.c_str());
+    }
   }
   if (s.contains("gpu_windows") && s["gpu_windows"].is_object()) {
     const json& g = s["gpu_windows"];
@@ -411,6 +428,18 @@ void RenderStatus(const json& s) {
                 static_cast<long long>(e["interval_ms"].get<int64_t>()),
                 static_cast<unsigned long long>(e["reads"].get<uint64_t>()),
                 static_cast<unsigned long long>(e["failures"].get<uint64_t>()));
+    // How sharp per-iteration energy is: the counter's own period and the smeared iterations.
+    if (e.contains("update_period_ms") && e["update_period_ms"].is_number()) {
+      const std::string bound =
+          e["mean_uncertainty"].is_number()
+              ? std::to_string(static_cast<int>(e["mean_uncertainty"].get<double>() * 100)) + "%"
+              : "-";
+      std::printf(
+          "            counter updates every %.1f ms; %llu iterations smeared (error "
+          "bound over 10%%), mean bound %s\n",
+          e["update_period_ms"].get<double>(),
+          static_cast<unsigned long long>(e.value("smeared", uint64_t{0})), bound.c_str());
+    }
   } else if (s.contains("energy")) {
     std::printf("  energy    per iteration: %s\n", s["energy"].value("error", "-").c_str());
   }

@@ -144,6 +144,8 @@ json RanksJson(const StepJoin& j) {
           {"steps", j.steps()},
           {"partial_steps", j.partial_steps()},
           {"late_iterations", j.late_iterations()},
+          {"counters_left_out", j.counters_left_out()},
+          {"last_left_out", j.last_left_out()},
           {"ranks", ranks}};
 }
 
@@ -349,6 +351,8 @@ json Daemon::StatusJson() {
               {"failed", t.failed},
               {"cost_us", t.cost_us},
               {"last_error", t.last_error},
+              {"description", t.description},  // e.g. per GPU: energy counter period, GPM
+              {"warnings", t.warnings},        // values the last measurement left out, and why
               {"dropped_node_wide", nullptr}};
     // Stopped for every run of the node after it slowed one (runs.observer_effect_node_drop_s).
     if (auto d = dropped.find(name); d != dropped.end()) {
@@ -373,16 +377,30 @@ json Daemon::StatusJson() {
   j["collectors_backed_off"] = BackoffsJson(runs_->backoff().active());
   if (energy_) {
     const EnergySamplerStats& e = energy_->stats();
-    j["energy"] = {{"source", std::string(energy_->source_name())},
-                   {"description", energy_->Describe()},
-                   {"interval_ms", energy_interval_ms_},
-                   {"reads", e.reads},
-                   {"failures", e.failures},
-                   {"slow_reads", e.slow_reads},
-                   {"last_error", e.last_error},
-                   {"mean_bracket_ms",
-                    e.interpolations ? json(e.bracket_ns_sum * 1e-6 / (2.0 * e.interpolations))
-                                     : json(nullptr)}};
+    j["energy"] = {
+        {"source", std::string(energy_->source_name())},
+        {"description", energy_->Describe()},
+        {"interval_ms", energy_interval_ms_},
+        {"reads", e.reads},
+        {"failures", e.failures},
+        {"slow_reads", e.slow_reads},
+        {"last_error", e.last_error},
+        {"mean_bracket_ms", e.interpolations
+                                ? json(e.bracket_ns_sum * 1e-6 / (2.0 * e.interpolations))
+                                : json(nullptr)},
+        // Off the loop, honest about a slow, coarse counter (energy_sampler.h).
+        {"update_period_ms", e.calibration.done
+                                 ? json(static_cast<double>(e.calibration.update_ns) * 1e-6)
+                                 : json(nullptr)},
+        {"unplaced", e.unplaced},
+        {"skipped", e.skipped},
+        {"max_read_ms", static_cast<double>(e.max_read_ns) * 1e-6},
+        {"read_s", e.read_cost_us * 1e-6},
+        {"loop_s", e.loop_ns * 1e-9},
+        {"smeared", e.smeared},
+        {"mean_uncertainty", e.interpolations
+                                 ? json(e.uncertainty_sum / static_cast<double>(e.interpolations))
+                                 : json(nullptr)}};
   } else {
     j["energy"] = {{"source", nullptr}, {"error", energy_error_}};
   }

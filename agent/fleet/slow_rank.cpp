@@ -16,11 +16,29 @@ double Arl0(double k, double h) {
   return (std::exp(a) - a - 1) / (2 * k * k);
 }
 
-// The noise of x from first differences: a level shift moves one difference, not the median.
-double RobustSigma(const std::deque<double>& v) {
+// The per-step noise of x from first differences: a level shift moves one difference, not the
+// median.
+double StepSigma(const std::deque<double>& v) {
   std::vector<double> d;
   for (size_t i = 1; i < v.size(); ++i) d.push_back(std::fabs(v[i] - v[i - 1]));
   return 1.4826 * Median(std::move(d)) / std::sqrt(2.0);
+}
+
+// The long-run noise of x, scaled to one step, by overlapping batch means: the difference of the
+// means of every two adjacent runs of `batch` values, whose spread is sqrt(2 / batch) times the
+// long-run sigma; robust like StepSigma (a level shift moves at most 2 x batch - 1 of the
+// N - 2 x batch + 1 differences of N values: fewer than half once N >= 6 x batch, which kWarmup
+// is). 0 with fewer than 4 x batch values.
+double LongRunSigma(const std::deque<double>& v, size_t batch) {
+  if (v.size() < 4 * batch) return 0;
+  std::vector<double> sums(v.size() + 1, 0);  // prefix sums
+  for (size_t i = 0; i < v.size(); ++i) sums[i + 1] = sums[i] + v[i];
+  std::vector<double> d;
+  for (size_t i = 0; i + 2 * batch <= v.size(); ++i) {
+    const double first = sums[i + batch] - sums[i], second = sums[i + 2 * batch] - sums[i + batch];
+    d.push_back(std::fabs(second - first) / static_cast<double>(batch));
+  }
+  return 1.4826 * Median(std::move(d)) / std::sqrt(2.0) * std::sqrt(static_cast<double>(batch));
 }
 
 }  // namespace
@@ -65,20 +83,24 @@ void SlowRankTest::Update(int32_t rank, uint64_t iter, double x, std::vector<int
   SlowRankState& s = states_[rank];
   std::deque<double>& v = values_[rank];
   v.push_back(x);
-  if (v.size() > kWindow) v.pop_front();
+  if (v.size() > kNoiseWindow) v.pop_front();
   ++s.tested;
+  const size_t recent = std::min(v.size(), kWindow);
   double sum = 0;
-  for (double e : v) sum += e;
-  s.ratio = std::exp(sum / static_cast<double>(v.size()));
+  for (size_t i = v.size() - recent; i < v.size(); ++i) sum += v[i];
+  s.ratio = std::exp(sum / static_cast<double>(recent));
   if (v.size() < kWarmup) return;
-  s.sigma = std::max(RobustSigma(v), options_.min_sigma);
+  s.sigma = std::max({LongRunSigma(v, kBatch), StepSigma(v), options_.min_sigma});
   const double delta = std::log1p(options_.min_slowdown);
   const double k = delta / (2 * s.sigma);
   s.threshold = CusumThreshold(k, options_.false_alarm_steps);
-  // One step adds at most 1/kMinSteps of h: a single stall (a page-fault storm, a collector's
-  // pause, a heavy-tailed scheduler delay that the normal model behind h does not know) cannot
-  // raise the alarm alone.
-  const double step = std::min(x / s.sigma - k, s.threshold / static_cast<double>(kMinSteps));
+  // One step adds at most kHuber sigmas and at most 1/kMinSteps of h: a single stall (a
+  // page-fault storm, a collector's pause, a heavy-tailed scheduler delay that the normal model
+  // behind h does not know) neither raises the alarm alone nor dominates the sum. The cap is on
+  // z - k, not z, so a slowdown of min_slowdown (z = 2k) still adds k on a quiet machine, where
+  // k exceeds kHuber.
+  const double step =
+      std::min({x / s.sigma - k, kHuber, s.threshold / static_cast<double>(kMinSteps)});
   s.cusum = std::max(0.0, s.cusum + step);
   if (!s.slow && s.cusum > s.threshold) {
     s.slow = true;

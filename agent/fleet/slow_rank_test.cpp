@@ -14,8 +14,8 @@ namespace {
 
 // Four ranks at the same tokens, compute 100 ms x exp(noise), rank `slow` x factor from step
 // `from` on.
-std::vector<RankCompute> Step(std::mt19937& rng, double sigma, int slow, double factor,
-                              bool slowed, uint64_t tokens = 512) {
+std::vector<RankCompute> Step(std::mt19937& rng, double sigma, int slow, double factor, bool slowed,
+                              uint64_t tokens = 512) {
   std::normal_distribution<double> noise(0, sigma);
   std::vector<RankCompute> r;
   for (int i = 0; i < 4; ++i) {

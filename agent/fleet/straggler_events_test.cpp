@@ -1,8 +1,9 @@
 // Recorded straggler events replayed (straggler_events.h) on real data: two short runs of
 // bench/fleet/ddp_straggler_job.py (2 ranks, gloo DDP on this machine's CPU), each rank's own
 // trace kept in tests/golden/:
-//   straggler_slow/  --ranks 2 --steps 40 --batching bucketed --slow-rank 1 --slow-factor 1.5
-//                    --slow-from 20  (rank 1 is 1.5x as slow from step 20 on, at equal SL)
+//   straggler_slow/  --ranks 2 --steps 160 --batching bucketed --slow-rank 1 --slow-factor 1.5
+//                    --slow-from 100  (rank 1 is 1.5x as slow from step 100 on, at equal SL; the
+//                    sequential test warms up over its first 64 steps)
 //   straggler_long/  --ranks 2 --steps 24 --long-rank 1 --long-factor 2  (rank 1 is fed sequences
 //                    twice as long: data, not hardware)
 // The traces read as the probes' events, the event file's round trip, the replayed verdicts
@@ -111,8 +112,8 @@ TEST_CASE("fleet straggler events: a job's traces read as the probes' events, in
     }
   }
   CHECK(ranks == 2);
-  CHECK(iterations == 80);
-  CHECK(arrivals == 80);
+  CHECK(iterations == 320);
+  CHECK(arrivals == 320);
   CHECK(LastTimestamp(events) == last);
   CHECK(LastTimestamp({}) == 0);
 }
@@ -144,24 +145,24 @@ TEST_CASE("fleet straggler events: a rank slowed 1.5x at equal SL, replayed: har
   StragglerJoin join;
   const std::vector<StepVerdict> verdicts = SettleOnce(events, &join);
   CheckGolden("slow", verdicts);
-  REQUIRE(verdicts.size() == 40);
+  REQUIRE(verdicts.size() == 160);
   // What the golden must say, whatever its figures: the sequential test alarms on rank 1 after
-  // its slowdown began (step 20), never on rank 0; after it, rank 1 straggles as hardware in
+  // its slowdown began (step 100), never on rank 0; after it, rank 1 straggles as hardware in
   // most steps (every rank at the same SL: nothing is data).
   int alarms_on_1 = 0, alarms_on_0 = 0, hardware_after = 0;
   for (const StepVerdict& v : verdicts) {
     for (int32_t r : v.slow_raised) {
-      if (r == 1 && v.iter >= 20) ++alarms_on_1;
-      if (r == 0 || v.iter < 20) ++alarms_on_0;
+      if (r == 1 && v.iter >= 100) ++alarms_on_1;
+      if (r == 0 || v.iter < 100) ++alarms_on_0;
     }
-    if (v.iter >= 20 && v.straggles && v.last_rank == 1 && v.cause == StragglerCause::kHardware) {
+    if (v.iter >= 100 && v.straggles && v.last_rank == 1 && v.cause == StragglerCause::kHardware) {
       ++hardware_after;
     }
     CHECK(!(v.straggles && v.cause == StragglerCause::kData));
   }
   CHECK(alarms_on_1 == 1);
   CHECK(alarms_on_0 == 0);
-  CHECK(hardware_after * 2 > 20);
+  CHECK(hardware_after * 2 > 60);
   CHECK(join.counts().slow.at(1).slow);
   CHECK(!join.counts().slow.at(0).slow);
 }
@@ -209,7 +210,7 @@ TEST_CASE("fleet straggler events: replayed into the book, the run's counts are 
   REQUIRE(replayed != nullptr);
   const StragglerCounts& got = replayed->counts();
   const StragglerCounts& want = join.counts();
-  CHECK(got.steps == 40);
+  CHECK(got.steps == 160);
   CHECK(got.steps == want.steps);
   CHECK(got.straggler_steps == want.straggler_steps);
   CHECK(got.lag_seconds == want.lag_seconds);

@@ -26,10 +26,10 @@ std::vector<MetricFamily> StragglerFamilies(const std::vector<RunStragglers>& ru
                          "Judged steps in which this rank was the straggler, by cause (ranks 0-15; "
                          "others and unknown ones: rank=\"other\").");
   auto slow = Gauge("seqpoint_run_rank_slower_than_peers",
-                    "1 while a sequential test over steps (CUSUM, built for a 10% slowdown, one "
-                    "false alarm per million steps of a healthy rank) holds this rank's compute "
-                    "before the collective slower than its peers' at equal SL (tokens within "
-                    "5%), else 0; ranks past the test's 16-step warm-up.");
+                    "1 while a sequential test over steps (CUSUM on the rank's long-run noise, "
+                    "built for a 10% slowdown) holds this rank's compute before the collective "
+                    "slower than its peers' at equal SL (tokens within 5%), else 0; ranks past "
+                    "the test's 64-step warm-up.");
   auto ratio = Gauge("seqpoint_run_rank_compute_ratio",
                      "This rank's compute per token before the collective over its peers' at "
                      "equal SL, over its last 64 compared steps (1.10: 10% slower).");

@@ -13,8 +13,9 @@
 // seqpoint_fleet:rank_last_arrival_share:ratio). Cardinality: ranks 0..kMaxStragglerRanks-1 have
 // their own series; others (and ranks whose number is unknown) share rank="other" (the slow-rank
 // gauges show the slowest of them). A run adds at most 1 + 2 + 2 + (kMaxStragglerRanks + 1) x 4
-// = 73 series, and only the causes and ranks that occurred; runs are added within `max_series` (series_cap.h), a run's series left out whole past
-// it. Threads: the caller's (the daemon's io_context).
+// = 73 series, and only the causes and ranks that occurred; runs are added within `max_series`
+// (series_cap.h), a run's series left out whole past it. Threads: the caller's (the daemon's
+// io_context).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "agent/config/log.h"
 #include "agent/runs/run_tracker.h"
 #include "common/clock.h"
 
@@ -32,6 +33,12 @@ bool MeasurementController::OpenCollectors(pid_t pid, Proc& proc, RunTracker& tr
     CollectorTotals& t = totals_[st.name];
     t.state = std::string(collectors::CollectorStateName(st.state));
     t.last_error = st.state == collectors::CollectorState::kFailed ? st.open_status.message() : "";
+    t.description = st.description;
+    // What each collector measures for this process, once: for a GPU which values a window can
+    // give (the energy counter's update period, GPM supported or why not).
+    if (st.state == collectors::CollectorState::kOpen) {
+      SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": " + st.description);
+    }
   }
   for (const auto& st : proc.collectors->stats()) {
     if (collectors::IsCountersBusy(st.open_status)) {
@@ -109,7 +116,10 @@ std::vector<collectors::Sample> MeasurementController::Tally(
   for (const collectors::CollectorReading& r : readings) {
     CollectorTotals& t = totals_[r.collector];
     for (const auto& st : stats) {
-      if (st.name == r.collector) t.cost_us += st.last_cost_us;
+      if (st.name != r.collector) continue;
+      t.cost_us += st.last_cost_us;
+      t.description = st.description;
+      t.warnings = st.last_warnings;
     }
     if (!r.status.ok()) {
       ++t.failed;

@@ -60,6 +60,8 @@ struct CollectorTotals {
   double cost_us = 0;
   std::string state;       // of the most recently opened set
   std::string last_error;  // open or measurement error, empty when healthy
+  std::string description;  // Collector::Describe() of the last set measured
+  std::string warnings;     // values its last measurement left out, and why (empty: none)
 };
 
 // A collector dropped node-wide (runs.observer_effect_node_drop_s > 0) by the run that found it

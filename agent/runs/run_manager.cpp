@@ -243,9 +243,16 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
 void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& reason) {
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return;
-  if (energy_ != nullptr && std::any_of(parked_.begin(), parked_.end(),
-                                        [&](const Parked& p) { return p.run_id == run_id; })) {
-    energy_->Sample();     // its last iterations' energy: once, at its close
+  uint64_t last_end = 0;
+  bool parked = false;
+  for (const Parked& p : parked_) {
+    if (p.run_id != run_id) continue;
+    parked = true;
+    last_end = std::max(last_end, p.span.end_ns);
+  }
+  if (energy_ != nullptr && parked) {
+    // Its last iterations' energy: wait (here only) for the sample after them.
+    energy_->SampleUntil(last_end, EnergySampler::kCloseWaitNs);
     SettleParked(run_id);  // and those still uncovered get none (counted)
   }
   RunTracker& tracker = *it->second;

@@ -81,17 +81,10 @@ std::optional<double> RunManager::NodeEnergy(int64_t run_id, RunTracker& tracker
     }
     return std::nullopt;
   }
-  double sum = 0;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    std::optional<double> uj =
-        energy_->EnergyBetween(pieces[i].from_ns, pieces[i].to_ns, /*counted=*/i == 0);
-    if (!uj) {
-      tracker.CountEnergyUnattributed(/*shared=*/false);
-      return std::nullopt;
-    }
-    sum += *uj * pieces[i].weight;
-  }
-  return sum;
+  // From the ring only: the sampler never reads the counter here (energy_sampler.h).
+  std::optional<double> uj = energy_->EnergyOver(pieces);
+  if (!uj) tracker.CountEnergyUnattributed(/*shared=*/false);
+  return uj;
 }
 
 }  // namespace seqpoint::daemon

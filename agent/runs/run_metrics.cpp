@@ -98,7 +98,7 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
   auto bounded = Gauge("seqpoint_run_projection_bounded",
                        "0 when the measured samples cannot bound the metric (fewer than three "
                        "non-zero values, or one outweighs the rest, or fewer than 3 degrees of "
-                       "freedom): the total is then a floor.");
+                       "freedom): the total is then an estimate nothing bounds, not a floor.");
   auto gap = Gauge("seqpoint_run_projection_unobserved",
                    "The part of the projected total that stands for the run's unobserved "
                    "iterations (agent down, events lost), estimated from the observed ones.");

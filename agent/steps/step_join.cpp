@@ -1,6 +1,7 @@
 #include "agent/steps/step_join.h"
 
 #include <algorithm>
+#include <set>
 
 #include "agent/runs/run_tracker.h"
 
@@ -214,7 +215,8 @@ void StepJoin::Emit(uint64_t iter, Open& s) {
   step.iter = iter;
   step.measure = s.decision == Open::Decision::kDone && s.collect;
   bool whole = step.measure && !s.dropped;
-  std::map<std::string, size_t> index;  // metric -> position in step.values
+  std::map<std::string, size_t> index;        // metric -> position in step.values
+  std::map<std::string, uint32_t> summed_of;  // process counter -> ranks that read it
   for (const auto& [pid, e] : s.ranks) {
     if (!e.ended) {
       whole = false;  // a lagging rank's iteration, left out: it will arrive late
@@ -229,7 +231,12 @@ void StepJoin::Emit(uint64_t iter, Open& s) {
     }
     step.end_ns = std::max(step.end_ns, e.end_ns);
     whole = whole && e.measured;
+    std::set<std::string> read;  // this rank's process counters, each counted once
     for (const collectors::Sample& v : e.values) {
+      if (v.scope == collectors::SampleScope::kProcess && !IsBookkeepingMetric(v.name) &&
+          read.insert(v.name).second) {
+        ++summed_of[v.name];
+      }
       auto [at, first] = index.try_emplace(v.name, step.values.size());
       if (first) {
         step.values.push_back(v);
@@ -247,6 +254,27 @@ void StepJoin::Emit(uint64_t iter, Open& s) {
     }
   }
   step.whole = whole && step.ranks > 0;
+  // A process counter that some rank of the step did not read (the probes flagged and left it
+  // out of that rank's window: a thread on a CPU at a probe, too much hypervisor steal) would
+  // be summed over the other ranks only: a step's value short by a rank's share (about half in
+  // a 2-rank job), reported as if whole. It is left out of the step instead, and counted.
+  if (step.whole) {
+    std::string left_out;
+    std::erase_if(step.values, [&](const collectors::Sample& v) {
+      auto n = summed_of.find(v.name);
+      if (n == summed_of.end() || n->second >= step.ranks) return false;
+      left_out += (left_out.empty() ? "" : ", ") + v.name;
+      return true;
+    });
+    if (!left_out.empty()) {
+      uint32_t read_by = step.ranks;
+      for (const auto& [name, n] : summed_of) read_by = std::min(read_by, n);
+      ++counters_left_out_;
+      last_left_out_ = "step " + std::to_string(iter) + ": " + left_out + " read by " +
+                       std::to_string(read_by) + " of " + std::to_string(step.ranks) +
+                       " ranks (a rank's window flagged at the probes), left out of the step";
+    }
+  }
   if (!step.whole) {
     step.values.clear();
     step.groups.clear();

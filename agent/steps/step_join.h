@@ -122,6 +122,10 @@ class StepJoin {
   uint64_t steps() const { return steps_; }
   uint64_t partial_steps() const { return partial_; }  // chosen, but not whole
   uint64_t late_iterations() const;
+  // Whole steps with a process counter left out because some rank did not read it (its window
+  // flagged at the probes), and the latest such step's note ("" when none).
+  uint64_t counters_left_out() const { return counters_left_out_; }
+  const std::string& last_left_out() const { return last_left_out_; }
   size_t open_steps() const { return open_.size(); }
 
  private:
@@ -156,6 +160,8 @@ class StepJoin {
   std::map<uint64_t, Open> open_;
   uint64_t emitted_below_ = 0;  // every step below was emitted (or never opened)
   uint64_t steps_ = 0, partial_ = 0;
+  uint64_t counters_left_out_ = 0;
+  std::string last_left_out_;
   std::vector<StepAction> actions_;
 };
 

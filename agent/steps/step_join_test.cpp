@@ -371,3 +371,32 @@ TEST_CASE("step join: a rank that reports no energy: the node's energy comes fro
   CHECK(energy == 2'000);
   CHECK(clock == 16);
 }
+
+TEST_CASE("step join: a process counter one rank did not read is left out, not summed short") {
+  // Rank 2's window was flagged at the probes: its task-clock is left out of its values. The
+  // step's task-clock would be rank 1's alone (about half the step's CPU time): left out.
+  Driver d;
+  d.join.AddRank(1, 0);
+  d.join.AddRank(2, 1);
+  d.Begin(1, 0, 10, 100);
+  d.Begin(2, 0, 10, 101);
+  REQUIRE(d.Measuring(2, 0));
+  d.End(1, 0, 10, 100, 108, 7);
+  d.join.End(2, 0, 10, 4, 100, 101'000'000, 109'000'000, /*measured=*/true,
+             {{"perf:page-faults", 3, "count"}, {"group:perf", 2, "group"}});
+  d.Drain();
+  REQUIRE(d.steps.size() == 1);
+  CHECK(d.steps[0].whole);
+  CHECK(d.Value(d.steps[0], "perf:task-clock") == -1);  // left out
+  CHECK(d.Value(d.steps[0], "group:perf") == 2);        // bookkeeping stays
+  CHECK(d.join.counters_left_out() == 1);
+  CHECK(d.join.last_left_out().find("perf:task-clock") != std::string::npos);
+  CHECK(d.join.last_left_out().find("read by 1 of 2 ranks") != std::string::npos);
+  // page-faults read by rank 2 only: left out as well.
+  CHECK(d.Value(d.steps[0], "perf:page-faults") == -1);
+  // The next step, read by both: summed as before.
+  d.Both(1, 10, 10, 120);
+  REQUIRE(d.steps.size() == 2);
+  CHECK(d.Value(d.steps[1], "perf:task-clock") == 15);
+  CHECK(d.join.counters_left_out() == 1);
+}

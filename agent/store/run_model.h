@@ -99,7 +99,8 @@ struct Projection {
   double steady_low = std::numeric_limits<double>::quiet_NaN();
   double steady_high = std::numeric_limits<double>::quiet_NaN();
   // False when the measured samples cannot bound the metric (too few events, or one sample
-  // outweighs the rest): `high` is then +inf and the total a floor, not an estimate.
+  // outweighs the rest): `high` is then +inf, and the total an estimate nothing bounds (not a floor:
+  // one sample of a few can stand far above the truth); the CLI prints only `low`.
   bool bounded = true;
   // The part of total/low/high that stands for the run's unobserved iterations (agent down,
   // events lost): estimated from the observed ones, widened by how the run's cost moved over

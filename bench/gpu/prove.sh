@@ -2,7 +2,8 @@
 # The agent on a real NVIDIA GPU, in one command, for a machine that has the GPU, its driver,
 # PyTorch (with CUDA) and nothing else of ours: no build, no package registry.
 #
-#   bench/gpu/prove.sh [--bundle seqpoint-*.tar.gz] [--seconds-per-sl S]      (as root)
+#   bench/gpu/prove.sh [--bundle seqpoint-*.tar.gz] [--seconds-per-sl S] [--long-seconds-per-sl L]
+#                                                                              (as root)
 #
 # 1. unpacks the bundle (packaging/bundle.sh; default: the newest bench/gpu/seqpoint-*.tar.gz,
 #    else one made from ./build) into a temporary directory;
@@ -11,7 +12,9 @@
 # 4. starts the bundled seqpointd (state in the temporary directory) with the cudnn9-rnn preset;
 # 5. trains for real on CUDA (bench/gpu/train_gpu.py): a GRU encoder-decoder through cuDNN with no
 #    change to its code (zero-code), then a small transformer marked with the Python module,
-#    each in fixed-SL phases of S seconds (default 15: about 2 x 4 x 15 s of training);
+#    each in fixed-SL phases of S seconds (default 15: about 2 x 4 x 15 s of training), then the
+#    transformer again with 200 micro-batches per iteration (2-4 s each: GPM needs windows of
+#    2 s or more), 2 SLs x L seconds (default 30);
 # 6. prints, per run: iterations seen against the trainer's and SLs exact; which GPU the run was
 #    measured on (UUID) against the trainer's own; GPM values per SeqPoint beside NVML's; every
 #    projection against the trainer's own CUDA-event-timed iterations and NVML energy; per
@@ -30,11 +33,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bundle=""
 per_sl=15
+long_per_sl=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=${2:?--bundle needs a file}; shift 2 ;;
     --seconds-per-sl) per_sl=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --long-seconds-per-sl) long_per_sl=${2:?}; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "prove: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,8 +81,9 @@ check "kernel >= 5.15 (BPF cookies, ring buffers)" \
   'set -- $kver; [ "$1" -gt 5 ] || { [ "$1" -eq 5 ] && [ "$2" -ge 15 ]; }' "kernel $(uname -r)"
 check "kernel BTF /sys/kernel/btf/vmlinux" '[ -r /sys/kernel/btf/vmlinux ]' \
   "a kernel built with CONFIG_DEBUG_INFO_BTF"
-check "bpffs at /sys/fs/bpf (probes kept across daemon restarts)" \
-  'grep -q " /sys/fs/bpf bpf " /proc/mounts' "mount -t bpf bpf /sys/fs/bpf; optional"
+# bpffs is optional: without it the probes work and are not kept across daemon restarts.
+if grep -q " /sys/fs/bpf bpf " /proc/mounts; then say "ebpf ok: bpffs at /sys/fs/bpf"; else
+  say "ebpf note: no bpffs at /sys/fs/bpf: probes are not kept across daemon restarts (optional; mount -t bpf bpf /sys/fs/bpf)"; fi
 check "kernel lockdown not confidentiality" \
   '! grep -q "\[confidentiality\]" /sys/kernel/security/lockdown 2>/dev/null' \
   "lockdown=confidentiality forbids the probes' user-memory reads"
@@ -115,18 +121,26 @@ for _ in $(seq 100); do "$sp" status >/dev/null 2>&1 && break; sleep 0.1; done
 say "seqpointd running (pid $daemon)"
 
 # 5. Training, each model under a deadline (the whole proof stays under 8 minutes). Beside each
-#    trainer, seqpoint-syncwatch (when the bundle has it) records the trainer's CUDA syncs.
-budget=$(( 4 * per_sl + 60 ))
+#    trainer, seqpoint-syncwatch (when the bundle has it) records the trainer's CUDA syncs. A third
+#    run, transformer-long, accumulates 200 micro-batches per iteration (seconds each) so that GPM,
+#    which needs windows of 2 s or more, is measured per SeqPoint.
+budget=$(( 4 * per_sl + 2 * long_per_sl + 60 ))
 watch="$agent/bin/seqpoint-syncwatch"
-for model in gru transformer; do
-  say "training $model on CUDA: 4 SLs x ${per_sl}s"
+models="gru transformer transformer-long"
+for model in $models; do
+  args=(--seconds-per-sl "$per_sl")
+  [ "$model" = transformer-long ] && args=(--seconds-per-sl "$long_per_sl" --sls 64,256 --micro-batches 200)
+  say "training $model on CUDA: ${args[*]}"
   SEQPOINT_RUN_ID="prove-$model" PYTHONPATH="$agent/python" \
-    timeout "$budget" python3 "$here/train_gpu.py" "$model" --out "$work/$model.csv" \
-    --seconds-per-sl "$per_sl" > "$work/$model.log" 2>&1 &
+    timeout "$budget" python3 "$here/train_gpu.py" "${model%-long}" --out "$work/$model.csv" \
+    "${args[@]}" > "$work/$model.log" 2>&1 &
   trainer=$!
+  # `timeout` forks the trainer: the recorder watches the python process, not timeout.
+  py=""
+  for _ in $(seq 50); do py=$(pgrep -P "$trainer" -n python3 || true); [ -n "$py" ] && break; sleep 0.1; done
   recorder=""
-  if [ -x "$watch" ]; then
-    "$watch" record "$trainer" "$work/$model.syncs.csv" 2>"$work/$model.syncwatch.log" &
+  if [ -x "$watch" ] && [ -n "$py" ]; then
+    "$watch" record "$py" "$work/$model.syncs.csv" 2>"$work/$model.syncwatch.log" &
     recorder=$!
   fi
   wait "$trainer" || { tail -20 "$work/$model.log"; echo "prove: the $model trainer failed" >&2; exit 1; }
@@ -135,11 +149,11 @@ done
 sleep 2  # the daemon's last poll
 
 # 6. What the agent saw against what the trainers measured themselves.
-"$sp" runs --json > "$work/runs.json"
-for model in gru transformer; do
+"$sp" runs --all --json > "$work/runs.json"
+for model in $models; do
   run=$(python3 -c 'import json,sys
 runs = json.load(open(sys.argv[1])).get("runs", [])
-m = [r for r in runs if sys.argv[2] in json.dumps(r)]
+m = [r for r in runs if r.get("key") == sys.argv[2]]
 print((m or [{}])[-1].get("id", ""))' "$work/runs.json" "prove-$model")
   if [ -z "$run" ]; then say "$model: NO RUN seen by the agent (see $work/seqpointd.log)"; continue; fi
   "$sp" show "$run" --json > "$work/$model.show.json"

@@ -50,6 +50,16 @@ def main():
         gpm = {k: v[k] for k in ("sm_active", "tensor_active", "dram_active", "fp32_active") if k in v}
         nvml = {k: v[k] for k in ("util_gpu", "power", "sm_clock") if k in v}
         print("   SL %s: GPM %s | NVML %s" % (sl, gpm or "(none: window < 2 s or not Hopper+)", nvml))
+    # Per measured iteration: the agent's time against the trainer's own wall time of the same
+    # iteration (the marked block: ~1; zero-code: the span from the preset's first SL call to its
+    # boundary call, the library's share of the step, not the step).
+    wall = {int(r["iter"]): int(r["wall_ns"]) for r in rows}
+    ratios = sorted(m["value"] / wall[m["iter"]] for m in report.get("measurements", [])
+                    if m.get("metric") == "time_ns" and m.get("iter") in wall and wall[m["iter"]] > 0)
+    if ratios:
+        q = lambda f: ratios[min(len(ratios) - 1, int(f * len(ratios)))]
+        print("   time per measured iteration, agent / trainer's wall time: %d iterations, "
+              "p10 %.3f median %.3f p90 %.3f" % (len(ratios), q(0.1), q(0.5), q(0.9)))
     time_ms = sum(float(r["cuda_ms"]) for r in rows)
     energy_mj = sum(float(r["phase_energy_mj"]) for r in rows if r["phase_energy_mj"])
     for metric, p in show.get("projections", {}).items():
@@ -57,8 +67,13 @@ def main():
         own = ""
         if metric == "time_ns":
             own = "trainer's CUDA events %.3f s (%+.1f%%)" % (time_ms / 1e3, 100 * (total / 1e9 - time_ms / 1e3) / (time_ms / 1e3))
-        elif metric.endswith(":energy") and energy_mj:
+        elif (metric.endswith(":energy") or metric == "energy_uj") and energy_mj and total is not None:
             own = "trainer's NVML %.1f J (%+.1f%%)" % (energy_mj / 1e3, 100 * (total / 1e6 - energy_mj / 1e3) / (energy_mj / 1e3))
+        if total is None or p.get("left_out"):
+            print("   projection %-28s left out: %s" % (metric, p.get("left_out_detail") or p.get("left_out") or "no total"))
+            continue
+        if p.get("bounded") is False:
+            own += " (unbounded: the agent prints no total)"
         print("   projection %-28s %14.6g [%s, %s] %s" % (metric, total, low, high, own))
     print_sync(report, sync_lines)
 

@@ -89,6 +89,7 @@ std::vector<std::vector<std::string>> ReadCsv(const std::string& path,
   std::string line;
   bool first = true;
   while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CSVs written with \r\n (Python's default)
     std::vector<std::string> cells;
     std::stringstream ss(line);
     std::string cell;

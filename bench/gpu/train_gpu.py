@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--seconds-per-sl", type=float, default=15.0)
     ap.add_argument("--sls", default="32,64,128,256")
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="forward/backward passes accumulated per iteration (one optimizer step): "
+                         "long iterations, for GPU counters that need windows of seconds (GPM)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("train_gpu: no CUDA device", file=sys.stderr)
@@ -108,13 +111,14 @@ def main():
             t0 = time.monotonic_ns()
             with ctx:
                 start.record()
-                if args.model == "gru":
-                    logits = model(src, src)
-                else:
-                    logits = model(src)
-                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), src.reshape(-1))
                 opt.zero_grad(set_to_none=True)
-                loss.backward()
+                for _ in range(args.micro_batches):
+                    if args.model == "gru":
+                        logits = model(src, src)
+                    else:
+                        logits = model(src)
+                    loss = loss_fn(logits.reshape(-1, logits.shape[-1]), src.reshape(-1))
+                    loss.backward()
                 opt.step()
                 end.record()
                 if mark is None:  # the zero-code GRU: its iteration ends at the preset's
@@ -129,7 +133,7 @@ def main():
             rows[-1][4] = e1 - e0  # the phase's energy, on its last row
         print("train_gpu: SL %d: %d iterations" % (sl, sum(1 for r in rows if r[1] == sl)), flush=True)
     with open(args.out, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")  # seqpoint-syncwatch reads plain \n lines
         w.writerow(["iter", "seq_len", "cuda_ms", "wall_ns", "phase_energy_mj", "gpu_uuid",
                     "end_mono_ns"])
         w.writerows(rows)

@@ -1,5 +1,7 @@
 #include "collectors/nvml/nvml_collector.h"
 
+#include <algorithm>
+
 #include "common/clock.h"
 
 namespace seqpoint::collectors {
@@ -51,6 +53,9 @@ void NvmlCollector::AddDevice(const NvmlDevice& d, std::string label, int gpu_in
   Device dev;
   dev.id = d;
   dev.label = std::move(label);
+  // The energy counter's update period, once per GPU (~250 ms of reads on an H100).
+  dev.energy_rule = EnergyWindowRule(MeasureEnergyUpdatePeriod(
+      [&] { return nvml_->TotalEnergyMillijoules(d); }, [] { return MonotonicNs(); }));
   auto gpm = NvmlGpm::Open(nvml_.get(), d, gpu_instance, gpm_options_);
   if (gpm.ok()) {
     dev.gpm = std::move(gpm).value();
@@ -87,8 +92,15 @@ Status NvmlCollector::Begin() {
   if (pid_ > 0 && devices_.empty()) ResolveProcessGpus();
   const int64_t now = MonotonicNs();
   for (Device& d : devices_) {
-    Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id);
-    d.energy_ok = e.ok() && d.energy.Update(*e).ok();
+    d.begin_ns = now;
+    d.energy_ok = false;
+    // Not read when every recent window was too short to keep its energy: ~3 ms saved a read.
+    d.energy_skipped = !d.energy_rule.ReadAtBegin();
+    if (!d.energy_skipped) {
+      Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id);
+      d.energy_begin = e.ok() ? d.energy.Update(*e).status() : e.status();
+      d.energy_ok = d.energy_begin.ok();
+    }
     if (d.gpm) {
       Status s = d.gpm->Begin(now);
       if (!s.ok()) Warn(&warnings_, "nvml:gpu" + std::to_string(d.id.index) + " GPM", s);
@@ -97,23 +109,47 @@ Status NvmlCollector::Begin() {
   return Status::Ok();
 }
 
-void NvmlCollector::ReadDevice(Device& d, std::vector<Sample>* out, Status* last_error) {
-  const std::string p = "nvml:gpu" + std::to_string(d.id.index);
-  auto gauge = [&](const std::string& suffix, double v, const char* unit) {
-    out->push_back(DeviceSample(p + suffix, v, unit, SampleKind::kGauge, d.label));
-  };
+void NvmlCollector::ReadEnergy(Device& d, int64_t now_ns, const std::string& p,
+                               std::vector<Sample>* out, Status* last_error) {
+  const int64_t window = d.begin_ns >= 0 ? now_ns - d.begin_ns : -1;
+  if (window >= 0) d.energy_rule.Saw(window);
+  if (!d.energy_skipped && !d.energy_ok) {  // Begin's read failed (lost, busy): NVML's reason
+    Warn(&warnings_, p + ":energy", d.energy_begin);
+    *last_error = d.energy_begin;
+    return;
+  }
+  if (const std::string why = d.energy_rule.WhyLeftOut(std::max<int64_t>(0, window));
+      !why.empty()) {
+    warnings_ += (warnings_.empty() ? "" : "; ") + p + ":energy: " + why + ": left out";
+    return;
+  }
+  if (d.energy_skipped) {
+    warnings_ += (warnings_.empty() ? "" : "; ") + p +
+                 ":energy: not read at the window's start (the recent windows were all under half "
+                 "the length its energy needs): left out";
+    return;
+  }
   if (Result<uint64_t> e = nvml_->TotalEnergyMillijoules(d.id); e.ok()) {
     Result<uint64_t> delta = d.energy.Update(*e);
-    if (d.energy_ok && delta.ok()) {
+    if (delta.ok()) {
       out->push_back(DeviceSample(p + ":energy", static_cast<double>(*delta) * 1e3, "uJ",
                                   SampleKind::kDelta, d.label));
-    } else if (!delta.ok()) {
+    } else {
       Warn(&warnings_, p + ":energy", delta.status());
     }
   } else {
     Warn(&warnings_, p + ":energy", e.status());
     *last_error = e.status();
   }
+}
+
+void NvmlCollector::ReadDevice(Device& d, int64_t now_ns, std::vector<Sample>* out,
+                               Status* last_error) {
+  const std::string p = "nvml:gpu" + std::to_string(d.id.index);
+  auto gauge = [&](const std::string& suffix, double v, const char* unit) {
+    out->push_back(DeviceSample(p + suffix, v, unit, SampleKind::kGauge, d.label));
+  };
+  ReadEnergy(d, now_ns, p, out, last_error);
   if (Result<double> w = nvml_->PowerWatts(d.id); w.ok()) {
     gauge(":power", *w, "W");
   } else {
@@ -156,8 +192,13 @@ void NvmlCollector::ReadDevice(Device& d, std::vector<Sample>* out, Status* last
     }
   }
   if (d.gpm) {
-    Status s = d.gpm->End(MonotonicNs(), p, d.label, out, &warnings_);
-    if (!s.ok()) Warn(&warnings_, p + " GPM", s);
+    Status s = d.gpm->End(now_ns, p, d.label, out, &warnings_);
+    // Its own messages name the GPU and GPM already; NVML's are named here.
+    if (!s.ok() && s.message().starts_with(p + " GPM")) {
+      warnings_ += (warnings_.empty() ? "" : "; ") + s.message();
+    } else if (!s.ok()) {
+      Warn(&warnings_, p + " GPM", s);
+    }
   }
   if (!options_.field_ids.empty()) {
     Result<std::vector<nvmlFieldValue_t>> fields = nvml_->FieldValues(d.id, options_.field_ids);
@@ -188,9 +229,10 @@ Result<std::vector<Sample>> NvmlCollector::End() {
   // warnings_ holds Begin's lookup warnings; End's own follow.
   size_t answered = 0;
   Status last_error;
+  const int64_t now = MonotonicNs();
   for (Device& d : devices_) {
     const size_t before = out.size();
-    ReadDevice(d, &out, &last_error);
+    ReadDevice(d, now, &out, &last_error);
     answered += out.size() > before;
   }
   // A profiler holds a GPU (NVML_ERROR_IN_USE, collector.h): the whole reading is void, and
@@ -216,7 +258,11 @@ std::string NvmlCollector::Describe() const {
   if (pid_ > 0) d += " pid " + std::to_string(pid_) + (devices_.empty() ? " (no GPU yet)" : "");
   for (const Device& dev : devices_) {
     d += " gpu" + std::to_string(dev.id.index) + "=" + dev.label;
-    d += dev.gpm ? " (GPM)" : dev.gpm_why_not.empty() ? "" : " (" + dev.gpm_why_not + ")";
+    d += dev.gpm ? " (GPM supported: its values only over windows of " +
+                       std::to_string(gpm_options_.min_window_ns / 1'000'000) + " ms or more)"
+         : dev.gpm_why_not.empty() ? ""
+                                   : " (" + dev.gpm_why_not + ")";
+    d += " (" + dev.energy_rule.Describe() + ")";
   }
   return d;
 }

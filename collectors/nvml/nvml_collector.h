@@ -7,16 +7,21 @@
 // is looked up again (at most once a second, at Begin) and, until then, End is Unavailable: it
 // is never measured on every GPU. Device-wide (pid 0), Target::device or every GPU.
 //
+// Energy: only over a window that spans at least 10 updates of the GPU's energy counter, whose
+// update period is measured per GPU when it is added (nvml_energy_window.h: 100 ms on an H100,
+// so windows of 1 s or more); a shorter window's energy is left out and named in warnings().
+//
 // Samples: "nvml:gpu<i>:energy" uJ, ":power" W, ":util_gpu" %, ":util_mem" %, ":sm_clock" MHz,
 // ":mem_clock" MHz, ":mem_used" bytes, ":mem_total" bytes (the capacity), ":field<id>" (unit
 // "value"), with <i> NVML's index (a name only: the series' device is the GPU's UUID,
-// Sample::device); all device samples, energy a delta, the rest gauges. For a process also ":proc_mem_used" bytes: the memory it holds on that
-// GPU (usedGpuMemory), a process gauge. On Hopper and later also the GPM activity metrics of
-// nvml_gpm.h (sm_active, tensor_active, dram_active, ..., over windows of 2 s or more). Under MIG
-// the device is "<uuid>/gi<G>/ci<C>", and the device-wide values are the whole GPU's (NVML has no
-// per-instance energy). A value NVML does not support on this GPU (utilization under MIG, energy
-// before Volta) is left out and named by warnings(); a GPU that falls off the bus
-// (NVML_ERROR_GPU_IS_LOST) leaves its values out; if no GPU answers, End fails with NVML's reason.
+// Sample::device); all device samples, energy a delta, the rest gauges. For a process also
+// ":proc_mem_used" bytes: the memory it holds on that GPU (usedGpuMemory), a process gauge. On
+// Hopper and later also the GPM activity metrics of nvml_gpm.h (sm_active, tensor_active,
+// dram_active, ..., over windows of 2 s or more). Under MIG the device is "<uuid>/gi<G>/ci<C>", and
+// the device-wide values are the whole GPU's (NVML has no per-instance energy). A value NVML does
+// not support on this GPU (utilization under MIG, energy before Volta) is left out and named by
+// warnings(); a GPU that falls off the bus (NVML_ERROR_GPU_IS_LOST) leaves its values out; if no
+// GPU answers, End fails with NVML's reason.
 //
 // Threads: one thread drives it.
 #pragma once
@@ -29,6 +34,7 @@
 #include "collectors/collector_config.h"
 #include "collectors/energy/energy_source.h"
 #include "collectors/gpu/gpu_process_map.h"
+#include "collectors/nvml/nvml_energy_window.h"
 #include "collectors/nvml/nvml_gpm.h"
 #include "collectors/nvml/nvml_library.h"
 
@@ -52,14 +58,20 @@ class NvmlCollector : public Collector {
     NvmlDevice id;
     std::string label;  // Sample::device: the UUID (MIG: "<uuid>/gi<G>/ci<C>")
     WrappingCounter energy;
-    bool energy_ok = false;
-    std::optional<NvmlGpm> gpm;  // Hopper and later (nvml_gpm.h)
-    std::string gpm_why_not;     // why not, for Describe()
+    bool energy_ok = false;        // Begin read the counter
+    bool energy_skipped = false;   // Begin did not read it (EnergyWindowRule::ReadAtBegin)
+    Status energy_begin;           // Begin's read, when it failed
+    EnergyWindowRule energy_rule;  // which windows' energy is kept (nvml_energy_window.h)
+    int64_t begin_ns = -1;         // the window's start (monotonic)
+    std::optional<NvmlGpm> gpm;    // Hopper and later (nvml_gpm.h)
+    std::string gpm_why_not;       // why not, for Describe()
   };
   void AddDevice(const NvmlDevice& d, std::string label, int gpu_instance);
   // Process mode: the process's GPUs, if it has any now.
   void ResolveProcessGpus();
-  void ReadDevice(Device& d, std::vector<Sample>* out, Status* last_error);
+  void ReadDevice(Device& d, int64_t now_ns, std::vector<Sample>* out, Status* last_error);
+  void ReadEnergy(Device& d, int64_t now_ns, const std::string& prefix, std::vector<Sample>* out,
+                  Status* last_error);
 
   NvmlOptions options_;
   NvmlGpm::Options gpm_options_;

@@ -8,6 +8,8 @@
 
 #include <map>
 
+#include "common/clock.h"
+
 namespace seqpoint::collectors {
 namespace {
 
@@ -41,6 +43,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
 
 TEST_CASE("nvml: recorded A100 values through dlopen, energy as a window delta") {
+  // The A100 double's counter moves on every read: on the test's clock, which does not move,
+  // its update period measures 0, so every window keeps its energy (nvml_energy_window.h).
+  FakeClock clock;
   NvmlOptions o = Fake();
   o.field_ids = {NVML_FI_DEV_MEMORY_TEMP, 9999};
   NvmlCollector nvml(o);
@@ -97,12 +102,18 @@ TEST_CASE("nvml: absence of the library or the driver is a clean 'not present'")
   CHECK(IsAbsent(src.Open()));
 }
 
+// Energy reads the period probe makes per GPU at open on the A100 double: a first read, then one
+// per change (EnergyUpdateProbe::kProbeChanges).
+constexpr int kProbeReads = 1 + EnergyUpdateProbe::kProbeChanges;
+
 TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still count") {
-  FakeEnv env{{"FAKE_NVML_DEVICES", "2"}, {"FAKE_NVML_LOST_AFTER", "2"}};
+  FakeClock clock;
+  const std::string after = std::to_string(2 * kProbeReads + 2);
+  FakeEnv env{{"FAKE_NVML_DEVICES", "2"}, {"FAKE_NVML_LOST_AFTER", after.c_str()}};
   NvmlCollector nvml(Fake());
-  REQUIRE(nvml.Open({0, ""}).ok());
-  REQUIRE(nvml.Begin().ok());  // energy reads 1 and 2
-  auto r = nvml.End();         // GPU 0 is lost from now on
+  REQUIRE(nvml.Open({0, ""}).ok());  // the probes' reads
+  REQUIRE(nvml.Begin().ok());        // energy reads 1 and 2 after them
+  auto r = nvml.End();               // GPU 0 is lost from now on
   REQUIRE(r.ok());
   auto v = ByName(*r);
   CHECK(v.count("nvml:gpu0:energy") == 0);
@@ -111,7 +122,8 @@ TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still coun
   CHECK(nvml.warnings().find("gpu0: GPU is lost") != std::string::npos);
   nvml.Close();
 
-  FakeEnv one{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_LOST_AFTER", "1"}};
+  const std::string after_one = std::to_string(kProbeReads + 1);
+  FakeEnv one{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_LOST_AFTER", after_one.c_str()}};
   NvmlCollector single(Fake());
   REQUIRE(single.Open({0, ""}).ok());
   REQUIRE(single.Begin().ok());
@@ -121,7 +133,9 @@ TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still coun
 }
 
 TEST_CASE("nvml: a GPU in use by a profiler makes the reading void, marked counters busy") {
-  FakeEnv env{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_IN_USE_AFTER", "1"}};
+  FakeClock clock;
+  const std::string after = std::to_string(kProbeReads + 1);
+  FakeEnv env{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_IN_USE_AFTER", after.c_str()}};
   NvmlCollector nvml(Fake());
   REQUIRE(nvml.Open({0, ""}).ok());
   REQUIRE(nvml.Begin().ok());  // energy read 1

@@ -72,7 +72,8 @@ TEST_CASE("nvml gpm: a window on a GPM GPU, values exact over whole refreshes") 
   o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8800, ""}).ok());
-  CHECK(nvml.Describe().find("(GPM)") != std::string::npos);
+  CHECK(nvml.Describe().find("(GPM supported: its values only over windows of 2000 ms or more)") !=
+        std::string::npos);
   Double fake;
   fake.set_time(10'000 * kMs);
   fake.set_activity(0.75, 0.5, 0.25, 0.125, 1000.0);  // PCIe 1000 MiB/s

@@ -29,6 +29,13 @@
 // Also "csw <iter> <n>" per iteration: the process's context switches inside it, every thread's
 // (getrusage RUSAGE_SELF: voluntary + involuntary, the threads that ended too), read by main
 // just inside its CPU clock reads (so both CPU readings hold the getrusage calls).
+// And "span <iter> <ns>": the same sum read just before the begin marker and just after the end
+// marker. The probes read at the markers, between main's two reads of each pair, so their count
+// lies in [all, span]: a thread on another CPU (the spinner) runs on while main goes from a
+// marker to its read, and on a loaded machine main may be preempted there for a time slice.
+// And "proc <iter> <ns>": CLOCK_PROCESS_CPUTIME_ID across the same inner reads, which holds the
+// whole lives of threads that ended inside (their exit too, which their own clocks cannot see):
+// exact where no other thread is on a CPU at the reads (the storm), lagging otherwise (above).
 // With --exec-after, "exec <pid>" before the exec.
 #include <pthread.h>
 #include <sys/resource.h>
@@ -158,6 +165,8 @@ int main(int argc, char** argv) {
   std::vector<std::atomic<uint64_t>> cpu(iters);  // round it + 1 is iteration it
   std::vector<uint64_t> all(iters);
   std::vector<uint64_t> csw(iters);
+  std::vector<uint64_t> span(iters);
+  std::vector<uint64_t> proc(iters);
   Pool pool;
   pool.cpu = &cpu;
   std::vector<std::thread> helpers;
@@ -171,8 +180,10 @@ int main(int argc, char** argv) {
     return sum;
   };
   for (uint64_t it = first; it < iters; ++it) {
+    const uint64_t before_begin = all_threads();
     SEQPOINT_ITERATION_BEGIN(it, 16 + it % 3, 4, 64);
     const uint64_t begin_all = all_threads();
+    const uint64_t begin_proc = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
     const uint64_t begin = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     // Inside the CPU clocks' window: the getrusage calls are CPU time both readings hold.
     const uint64_t begin_csw = Switches();
@@ -199,17 +210,20 @@ int main(int argc, char** argv) {
     csw[it] = Switches() - begin_csw;
     cpu[it] += CpuNs(CLOCK_THREAD_CPUTIME_ID) - begin;
     // A spinner born in this iteration had no clock at begin: its whole life is inside.
+    proc[it] = CpuNs(CLOCK_PROCESS_CPUTIME_ID) - begin_proc;
     all[it] = all_threads() - begin_all + lifetimes.load();
     (void)spinner_born;
     SEQPOINT_ITERATION_END(it);
+    span[it] = all_threads() - before_begin + lifetimes.load();
     usleep(200);  // between iterations, as a trainer loads its next batch
     if (static_cast<long>(it) == exec_after) {
       for (uint64_t i = first; i <= it; ++i) {
-        std::printf("cpu %llu %llu\nall %llu %llu\ncsw %llu %llu\n",
+        std::printf("cpu %llu %llu\nall %llu %llu\ncsw %llu %llu\nspan %llu %llu\n",
                     static_cast<unsigned long long>(i),
                     static_cast<unsigned long long>(cpu[i].load()),
                     static_cast<unsigned long long>(i), static_cast<unsigned long long>(all[i]),
-                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(csw[i]));
+                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(csw[i]),
+                    static_cast<unsigned long long>(i), static_cast<unsigned long long>(span[i]));
       }
       std::printf("exec %d\n", static_cast<int>(getpid()));
       std::fflush(stdout);
@@ -244,6 +258,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(all[it]));
     std::printf("csw %llu %llu\n", static_cast<unsigned long long>(it),
                 static_cast<unsigned long long>(csw[it]));
+    std::printf("span %llu %llu\n", static_cast<unsigned long long>(it),
+                static_cast<unsigned long long>(span[it]));
+    std::printf("proc %llu %llu\n", static_cast<unsigned long long>(it),
+                static_cast<unsigned long long>(proc[it]));
   }
   std::printf("done %llu\n", static_cast<unsigned long long>(iters - first));
   std::fflush(stdout);

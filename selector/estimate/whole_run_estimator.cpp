@@ -126,8 +126,24 @@ std::optional<WholeRunProjection> Delta(const WholeRunInput& in, const Projectio
   return out;
 }
 
-// One gauge: its integral over time (value x time) projected against time like a counter,
-// then divided by the time it covers: the time-weighted mean, whole run and steady state.
+// The physical range of a gauge by its unit: a percentage lies in [0, 100], a ratio (GPM
+// activity, perf's running ratio) in [0, 1], power, clocks, memory and durations are >= 0.
+// Temperatures and NVML field values ("value") have no range known here.
+std::pair<double, double> GaugeRange(const std::string& unit) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (unit == "%") return {0, 100};
+  if (unit == "ratio") return {0, 1};
+  if (unit == "W" || unit == "MHz" || unit == "bytes" || unit == "ns") return {0, kInf};
+  return {-kInf, kInf};
+}
+
+// One gauge: its integral over time projected against time like a counter, then divided by the
+// time it covers: the time-weighted mean, whole run and steady state. The integral projected is
+// of the reading above the lowest reading measured (value - lowest), so that the interval, which
+// the projection sizes relative to what it projects (a cell nothing measured is given its own
+// size as standard error), scales with how far the gauge moved, not with its level: a gauge read
+// identical on every measured iteration (a memory capacity, a locked clock) has a zero-width
+// interval; one that moved 0..90 % a wide one. The interval never leaves the unit's range.
 std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const ProjectionFrame& frame,
                                         const std::string& metric) {
   WholeRunProjection out;
@@ -140,14 +156,16 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
   std::vector<uint32_t> bin_peak_sl(sel.points.size(), 0);
   std::vector<uint64_t> bin_n(sel.points.size(), 0);
   const BinIndex bins(sel);
+  double lowest = std::numeric_limits<double>::infinity();
   for (const EstimatorIteration& it : in.measured) {
     const MeasuredValue* v = ValueOf(it, metric);
     if (v == nullptr || !std::isfinite(v->value) || !(it.time_ns > 0)) continue;
     if (out.unit.empty()) out.unit = v->unit;
     out.peak = std::isnan(out.peak) ? v->value : std::max(out.peak, v->value);
+    lowest = std::min(lowest, v->value);
     out.perturbed |= it.slowdown.has_value();
-    samples.push_back({it.ordinal, it.seq_len, CostProxy(it.seq_len, it.batch), it.time_ns,
-                       v->value * it.time_ns});
+    samples.push_back(
+        {it.ordinal, it.seq_len, CostProxy(it.seq_len, it.batch), it.time_ns, v->value});
     if (!sel.points.empty()) {
       const uint32_t b = bins.Of(it.seq_len);
       bin_vt[b] += v->value * it.time_ns;
@@ -160,6 +178,20 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
     }
   }
   if (samples.empty()) return std::nullopt;
+  for (size_t b = 0; b < sel.points.size(); ++b) {
+    if (bin_n[b] == 0) continue;
+    out.bins.push_back({sel.points[b].bin_lo, sel.points[b].bin_hi, bin_vt[b] / bin_t[b],
+                        bin_peak[b], bin_peak_sl[b], bin_n[b]});
+  }
+  if (out.peak == lowest) {  // identical readings: nothing measured moved
+    out.total = out.low = out.high = lowest;
+    out.steady_total = out.steady_low = out.steady_high = lowest;
+    out.samples = samples.size();
+    out.bounded = static_cast<double>(samples.size()) > kMinBoundedDof;
+    if (!out.bounded) out.high = std::numeric_limits<double>::infinity();
+    return out;
+  }
+  for (StrataSample& s : samples) s.value = (s.value - lowest) * s.time;
   auto proj = ProjectStratified(frame, samples, Auxiliary::kTime, /*nonnegative=*/false);
   if (!proj.ok()) return std::nullopt;
   double time_all = 0, time_steady = 0;
@@ -169,22 +201,21 @@ std::optional<WholeRunProjection> Gauge(const WholeRunInput& in, const Projectio
     if (key.first < warm.size() && !warm[key.first]) time_steady += c.time;
   }
   if (!(time_all > 0)) return std::nullopt;
-  out.total = proj->whole.total / time_all;
-  out.low = proj->whole.low / time_all;
-  out.high = proj->whole.high / time_all;
+  const auto [lo, hi] = GaugeRange(out.unit);
+  auto mean = [&](double integral, double time) {
+    return std::clamp(lowest + integral / time, lo, hi);
+  };
+  out.total = mean(proj->whole.total, time_all);
+  out.low = mean(proj->whole.low, time_all);
+  out.high = mean(proj->whole.high, time_all);
   if (time_steady > 0) {
-    out.steady_total = proj->steady.total / time_steady;
-    out.steady_low = proj->steady.low / time_steady;
-    out.steady_high = proj->steady.high / time_steady;
+    out.steady_total = mean(proj->steady.total, time_steady);
+    out.steady_low = mean(proj->steady.low, time_steady);
+    out.steady_high = mean(proj->steady.high, time_steady);
   }
   out.samples = proj->whole.samples;
-  out.bounded = proj->whole.dof >= kMinBoundedDof && std::isfinite(out.high);
+  out.bounded = proj->whole.dof >= kMinBoundedDof && std::isfinite(proj->whole.high);
   if (!out.bounded) out.high = std::numeric_limits<double>::infinity();
-  for (size_t b = 0; b < sel.points.size(); ++b) {
-    if (bin_n[b] == 0) continue;
-    out.bins.push_back({sel.points[b].bin_lo, sel.points[b].bin_hi, bin_vt[b] / bin_t[b],
-                        bin_peak[b], bin_peak_sl[b], bin_n[b]});
-  }
   return out;
 }
 

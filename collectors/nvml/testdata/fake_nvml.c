@@ -12,7 +12,8 @@
  *   NVML_ERROR_NOT_SUPPORTED), no processes.
  *   nvidia-smi -q does not print the total energy counter; the double starts it at an
  *   arbitrary origin (it counts "since driver load") and advances it by what 67.03 W gives in
- *   100 ms, 6703 mJ, on every read, so the expected deltas are exact. With FAKE_NVML_DEVICES=n
+ *   100 ms, 6703 mJ, on every read, so the expected deltas are exact (and the counter's update
+ *   period, measured at open, is one read). With FAKE_NVML_DEVICES=n
  *   the node has n such GPUs, alike but for the bus (0N) and the UUID's last two hex digits.
  *
  * Node ($FAKE_NVML_XML=<path>, e.g. collectors/gpu/testdata/node5.nvidia-smi.xml): the GPUs and
@@ -29,6 +30,8 @@
  *   FAKE_NVML_IN_USE_AFTER=<n> after n energy reads, energy reads answer NVML_ERROR_IN_USE (a
  *                              profiler holds the device); the other reads still answer
  *   FAKE_NVML_HOPPER=<index>   that GPU reads as a Hopper (GPM under the fixture's MIG layout)
+ *   FAKE_NVML_ENERGY_REPLAY=<csv> every GPU's energy counter replays a real recording in real
+ *                              time (fake_nvml_energy.c: the H100's 100 ms update steps)
  * Test controls (dlsym on the same handle): fake_nvml_set_time_ns(t), fake_nvml_set_lost(i, 0|1)
  * (a GPU falls off the bus mid-run, or comes back), fake_nvml_set_activity(...) and
  * fake_nvml_last_mig_gi() (fake_nvml_gpm.c). The per-device reads are in fake_nvml_reads.c.
@@ -107,6 +110,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   g_fake_lost_after = EnvLong("FAKE_NVML_LOST_AFTER", -1);
   g_fake_in_use_after = EnvLong("FAKE_NVML_IN_USE_AFTER", -1);
   g_fake_energy_reads = 0;
+  fake_energy_init();
   return NVML_SUCCESS;
 }
 

@@ -53,6 +53,9 @@ nvmlReturn_t fake_check(nvmlDevice_t d);
  * it cannot be read. fake_add_procs: "gpu:pid:MiB[:gi:ci]" items joined by ';'. */
 int fake_load_xml(const char* path);
 void fake_add_procs(const char* list);
+/* fake_nvml_energy.c: loads $FAKE_NVML_ENERGY_REPLAY at nvmlInit; the counter's next value. */
+void fake_energy_init(void);
+unsigned long long fake_energy_read(struct nvmlDevice_st* d);
 /* fake_nvml_gpm.c: advances every GPU's GPM counters to t. */
 void fake_gpm_integrate(unsigned long long t);
 

@@ -60,8 +60,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned in
 }
 #endif
 
-/* mJ since "driver load": a step per read (the A100 recording), or power_mw over the test's
- * clock. FAKE_NVML_LOST_AFTER / _IN_USE_AFTER count these reads. */
+/* mJ since "driver load" (fake_nvml_energy.c). FAKE_NVML_LOST_AFTER / _IN_USE_AFTER count these
+ * reads. */
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) {
   nvmlReturn_t r = fake_check(d);
   if (r != NVML_SUCCESS) return r;
@@ -72,12 +72,7 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
   if (g_fake_in_use_after >= 0 && g_fake_energy_reads >= g_fake_in_use_after)
     return NVML_ERROR_IN_USE;
   ++g_fake_energy_reads;
-  if (d->energy_step_mj > 0) {
-    d->energy_mj += d->energy_step_mj;
-    *mj = d->energy_mj;
-  } else {
-    *mj = d->energy_mj + g_fake_now_ns / 1000000ull * d->power_mw / 1000ull; /* ms x W */
-  }
+  *mj = fake_energy_read(d); /* fake_nvml_energy.c */
   return NVML_SUCCESS;
 }
 

@@ -35,7 +35,7 @@ static void AddProc(struct nvmlDevice_st* d, unsigned pid, unsigned long long mi
   d->procs[d->nprocs++] = (struct fake_proc){pid, mib * FAKE_MIB, gi, ci};
 }
 
-/* The plain reads of a node GPU (not in the trimmed documents): 300 W on the test's clock,
+/* The plain reads of a node GPU (not in the trimmed documents): 300 W (fake_nvml_energy.c),
  * idle clocks, a 97887 MiB framebuffer, utilization 0, no memory temperature. */
 static void NodeDefaults(struct nvmlDevice_st* d) {
   d->energy_mj = 1000000ull;
