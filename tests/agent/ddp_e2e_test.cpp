@@ -231,7 +231,7 @@ TEST_CASE("agent ddp e2e: a rank that dies mid-run: the run goes on with the res
   json run = d.ClosedRun(key);
   REQUIRE_MESSAGE(!run.is_null(), d.Log());
   // Steps: the survivor's 200 iterations, the first 80 of them joined with the other rank's.
-  CHECK(run["iterations"].get<uint64_t>() >= 200);
+  CHECK_MESSAGE(run["iterations"].get<uint64_t>() >= 200, std::string(run.dump() + "\n" + d.Log()));
   CHECK(run["iterations"].get<uint64_t>() <= 201);
   CHECK(run["state"] == "crashed");  // a rank crashed: the run says so when it closes
   const std::string log = d.Log();
