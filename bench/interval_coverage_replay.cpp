@@ -9,8 +9,9 @@
 //             "control" (observer-effect control: time only) or "flagged" (the probes left its
 //             counters out: time only); without it the selector chooses, as `evaluate --online`
 // Prints one JSON object: per metric the projection, its interval, the actual total, whether
-// it covers, and the reliability verdict; with --strata, each time stratum's iterations,
-// samples and mean time.
+// it covers, and the reliability verdict; the measured iterations' ordinals
+// ("measured_ordinals": which samples a projection stood on); with --strata, each time
+// stratum's iterations, samples and mean time.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -213,6 +214,12 @@ int main(int argc, char** argv) {
     }
     std::printf("]");
   }
-  std::printf("}\n");
+  std::printf(", \"measured_ordinals\": [");
+  bool first_m = true;
+  for (const auto& [ordinal, kind] : forced) {
+    std::printf("%s%llu", first_m ? "" : ", ", static_cast<unsigned long long>(ordinal));
+    first_m = false;
+  }
+  std::printf("]}\n");
   return 0;
 }

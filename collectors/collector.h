@@ -69,7 +69,8 @@ struct Sample {
   std::string unit;
   SampleScope scope = SampleScope::kProcess;
   SampleKind kind = SampleKind::kDelta;
-  std::string device{};  // set iff scope == kDevice
+  // Every device sample; also a process's value read on one device (NVML's proc_mem_used).
+  std::string device{};
 };
 
 // A device-scoped sample; a process-scoped one is the plain aggregate {name, value, unit}.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,10 +54,16 @@ struct RocmSmiOptions {
   std::optional<bool> enabled;  // collectors.rocm_smi.enabled (default: on)
 };
 
+class NvmlEnergyPeriods;  // collectors/nvml/nvml_energy_periods.h
+std::shared_ptr<NvmlEnergyPeriods> MakeNvmlEnergyPeriods();
+
 struct NvmlOptions {
   std::optional<bool> enabled;                // collectors.nvml.enabled (default: on)
   std::string library = "libnvidia-ml.so.1";  // dlopen name or path of NVML
   std::vector<int64_t> field_ids;  // extra nvmlDeviceGetFieldValues ids (NVML_FI_*), e.g. 1..
+  // Not a key: the GPUs' energy-counter update periods, each measured once off the event loop
+  // and shared by every collector made from copies of this config (one daemon).
+  std::shared_ptr<NvmlEnergyPeriods> energy_periods = MakeNvmlEnergyPeriods();
 };
 
 struct RaplOptions {

@@ -486,9 +486,11 @@ int sp_boundary(struct pt_regs* ctx) {
   }
   if (st->calls == 0) {
     /* A burst of boundary calls (one all-reduce per gradient bucket): the next iteration
-     * starts after the last of them. */
+     * starts after the last of them, or (window=step) stays where the first ended the last
+     * iteration, so consecutive windows tile the run. */
     count(SP_STAT_EMPTY_BOUNDARY);
-    st->begin_ns = now;
+    struct sp_zero_code_config* cfg = bpf_map_lookup_elem(&zero_code_config, &probe);
+    if (!cfg || cfg->window != SP_WINDOW_STEP) st->begin_ns = now;
     return 0;
   }
   __u32 flags = st->flags | SP_FLAG_ZERO_CODE | check_seq_len(st->seq_len);

@@ -207,8 +207,17 @@ struct sp_zero_code_config {
   __u32 gated;
   __u32 gate_arg;
   __u64 gate_value;
+  /* enum sp_zero_code_window: where an iteration begins (ZeroCodeWindow). Not pinned: a
+   * restarted daemon writes the table afresh. */
+  __u32 window;
+  __u32 pad;
 };
-SP_STATIC_ASSERT(sizeof(struct sp_zero_code_config) == 32, "sp_zero_code_config layout");
+SP_STATIC_ASSERT(sizeof(struct sp_zero_code_config) == 40, "sp_zero_code_config layout");
+
+enum sp_zero_code_window {
+  SP_WINDOW_CALLS = 0, /* after the last boundary call of the previous burst */
+  SP_WINDOW_STEP = 1,  /* at the boundary call that ended the previous iteration: tiled */
+};
 
 /* The SL a gated probe's SL function last saw in one thread. */
 struct sp_zero_code_thread_key {

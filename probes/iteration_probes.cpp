@@ -57,10 +57,15 @@ std::vector<Key> KeysWhere(int fd, Match match) {
 }
 
 sp_zero_code_config BpfConfig(const ZeroCodeProbe& probe) {
-  return {probe.arg_index,         probe.arg_bytes,
-          probe.deref ? 1u : 0u,   static_cast<uint32_t>(probe.reduce),
-          probe.gated() ? 1u : 0u, probe.gate_arg,
-          probe.gate_value};
+  return {probe.arg_index,
+          probe.arg_bytes,
+          probe.deref ? 1u : 0u,
+          static_cast<uint32_t>(probe.reduce),
+          probe.gated() ? 1u : 0u,
+          probe.gate_arg,
+          probe.gate_value,
+          static_cast<uint32_t>(probe.window),
+          0u};
 }
 
 }  // namespace

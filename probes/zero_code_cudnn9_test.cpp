@@ -129,6 +129,64 @@ TEST_CASE("zero-code cudnn9-rnn: exact iterations and SLs on the real libcudnn_a
   CHECK(stats.kernel[SP_STAT_GATE_NO_SL] == 0);
 }
 
+TEST_CASE("zero-code cudnn9-rnn:step: windows tile the run, boundary to boundary") {
+  if (!Present(CudaLib("libcudnn_adv.so.9")) || !testing::CanUseBpf()) return;
+  const int kIters = 12;
+  int attached = 0;
+  IterationProbeStats stats;
+  // The default window: each begins after the encoder's backward weights (the burst's last
+  // boundary call), so the encoder's backward falls between two windows.
+  auto calls =
+      RunCudnn9({*FindZeroCodePreset("cudnn9-rnn")}, kIters, "5,40,7,128", &attached, &stats);
+  REQUIRE(calls.size() == size_t(kIters));
+  for (size_t i = 1; i < calls.size(); ++i) {
+    INFO("window=calls, iteration " << calls[i].iter);
+    CHECK(calls[i].begin_ns > calls[i - 1].end_ns);
+  }
+  // window=step: each begins where the previous ended (the decoder's backward weights).
+  auto step_probe = FindZeroCodePreset("cudnn9-rnn:step");
+  REQUIRE(step_probe.ok());
+  CHECK(step_probe->window == ZeroCodeWindow::kStep);
+  CHECK(step_probe->name == "cudnn9-rnn:step");
+  auto steps = RunCudnn9({*step_probe}, kIters, "5,40,7,128", &attached, &stats);
+  REQUIRE(steps.size() == size_t(kIters));
+  const uint32_t sls[] = {5, 40, 7, 128};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("window=step, iteration " << steps[i].iter);
+    CHECK(steps[i].complete());
+    CHECK(steps[i].seq_len == sls[steps[i].iter % 4] + 3);  // the SLs as with the default
+    if (i > 0) CHECK(steps[i].begin_ns == steps[i - 1].end_ns);
+  }
+  CHECK(stats.kernel[SP_STAT_EMPTY_BOUNDARY] == size_t(kIters));  // still counted
+  // The share of the span from the first window's begin to the last one's end that windows
+  // cover (this workload's cuDNN calls return at once without a GPU: only the mechanism).
+  auto covered = [](const std::vector<IterationEvent>& ev) {
+    double in = 0;
+    for (const IterationEvent& e : ev) in += static_cast<double>(e.end_ns - e.begin_ns);
+    return in / static_cast<double>(ev.back().end_ns - ev.front().begin_ns);
+  };
+  MESSAGE("windows cover " << covered(calls) << " (window=calls) and " << covered(steps)
+                           << " (window=step) of the span they run in");
+  CHECK(covered(steps) == doctest::Approx(1.0));
+}
+
+TEST_CASE("zero-code window: preset suffix and spec key parsed, bad values named") {
+  CHECK(FindZeroCodePreset("cudnn9-rnn")->window == ZeroCodeWindow::kCalls);
+  CHECK(FindZeroCodePreset("cudnn9-rnn:calls")->window == ZeroCodeWindow::kCalls);
+  auto bad = FindZeroCodePreset("cudnn9-rnn:whole");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("cudnn9-rnn:step") != std::string::npos);
+  CHECK(FindZeroCodePreset("nope:step").status().message().find("NAME:step") != std::string::npos);
+  auto p = ParseZeroCodeSpec("name=g,lib=libfoo.so,fn=f,arg=3,boundary=step_fn,window=step");
+  REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+  CHECK(p->window == ZeroCodeWindow::kStep);
+  CHECK(DescribeZeroCodeProbe(*p).find("windows tile the run") != std::string::npos);
+  CHECK(ParseZeroCodeSpec("lib=l,fn=f,arg=1,boundary=b,window=whole")
+            .status()
+            .message()
+            .find("not calls or step") != std::string::npos);
+}
+
 TEST_CASE("zero-code gate: a gated probe whose gate never passes yields no iteration") {
   if (!Present(CudaLib("libcudnn_adv.so.9")) || !testing::CanUseBpf()) return;
   ZeroCodeProbe p = *FindZeroCodePreset("cudnn9-rnn");

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <optional>
 
 namespace seqpoint::probes {
 namespace {
@@ -168,7 +169,10 @@ std::string DescribeZeroCodeProbe(const ZeroCodeProbe& p) {
          std::to_string(p.gate_arg) + " is " + std::to_string(p.gate_value);
   }
   return "SL = " + sl + " (" + which + " an iteration's calls); an iteration ends at each " +
-         "call of " + p.boundary_function + " (the first of a burst)";
+         "call of " + p.boundary_function + " (the first of a burst)" +
+         (p.window == ZeroCodeWindow::kStep
+              ? " and the next begins there (window=step: windows tile the run)"
+              : "");
 }
 
 const std::vector<ZeroCodeProbe>& ZeroCodePresets() {
@@ -177,12 +181,35 @@ const std::vector<ZeroCodeProbe>& ZeroCodePresets() {
 }
 
 Result<ZeroCodeProbe> FindZeroCodePreset(std::string_view name) {
+  // "NAME:step" / "NAME:calls": the preset with that window.
+  const size_t colon = name.find(':');
+  const std::string_view base = name.substr(0, colon);
+  std::optional<ZeroCodeWindow> window;
+  if (colon != std::string_view::npos) {
+    const std::string_view w = name.substr(colon + 1);
+    if (w == "step") {
+      window = ZeroCodeWindow::kStep;
+    } else if (w == "calls") {
+      window = ZeroCodeWindow::kCalls;
+    } else {
+      return InvalidArgument("zero-code preset '" + std::string(name) + "': window '" +
+                             std::string(w) + "' is not calls or step (e.g. " + std::string(base) +
+                             ":step)");
+    }
+  }
   std::string names;
   for (const ZeroCodeProbe& p : ZeroCodePresets()) {
-    if (p.name == name) return p;
+    if (p.name == base) {
+      if (!window) return p;
+      ZeroCodeProbe q = p;
+      q.name = std::string(name);
+      q.window = *window;
+      return q;
+    }
     names += (names.empty() ? "" : ", ") + p.name;
   }
-  return NotFound("no zero-code preset named '" + std::string(name) + "'; presets: " + names);
+  return NotFound("no zero-code preset named '" + std::string(base) + "'; presets: " + names +
+                  " (each also as NAME:step, windows that tile the run)");
 }
 
 Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
@@ -209,7 +236,7 @@ Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
     } else if (eq == std::string_view::npos || value.empty()) {
       return bad(
           "expected key=value (keys: name, lib, fn, arg, bytes, deref, reduce, "
-          "boundary_lib, boundary, gate_lib, gate, gate_arg, gate_value)");
+          "boundary_lib, boundary, gate_lib, gate, gate_arg, gate_value, window)");
     } else if (key == "name") {
       p.name = value;
     } else if (key == "lib") {
@@ -243,10 +270,17 @@ Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec) {
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), p.gate_value);
       if (ec != std::errc() || ptr != value.data() + value.size())
         return bad("'" + value + "' is not a non-negative integer");
+    } else if (key == "window") {
+      if (value == "calls")
+        p.window = ZeroCodeWindow::kCalls;
+      else if (value == "step")
+        p.window = ZeroCodeWindow::kStep;
+      else
+        return bad("'" + value + "' is not calls or step");
     } else {
       return bad(
           "unknown key (keys: name, lib, fn, arg, bytes, deref, reduce, boundary_lib, "
-          "boundary, gate_lib, gate, gate_arg, gate_value)");
+          "boundary, gate_lib, gate, gate_arg, gate_value, window)");
     }
   }
   SEQPOINT_RETURN_IF_ERROR(ValidateZeroCodeProbe(p));

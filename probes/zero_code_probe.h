@@ -30,6 +30,20 @@ namespace seqpoint::probes {
 
 enum class SlReduce : uint32_t { kFirst = 0, kMax = 1, kLast = 2 };
 
+// Where an iteration's window (its time_ns) begins; it always ends at the first boundary call of
+// a burst.
+//   kCalls (window=calls, the default): after the last boundary call of the previous burst, so
+//          the calls between a burst's first and last boundary calls fall outside (cudnn9-rnn on
+//          an encoder-decoder: the encoder's backward after the decoder's backward weights, 0.24
+//          of the step on an H100; data-parallel presets: the all-reduce buckets after the first)
+//   kStep  (window=step): at the boundary call that ended the previous iteration, so consecutive
+//          windows tile the run and an iteration's time is the trainer's whole step (optimizer
+//          step, data loading and host gaps included).
+// Either way the first iteration after attach begins at its first SL call (or at a boundary seen
+// before it), and a measured iteration's collectors begin at its first SL call (its begin hook:
+// the SL is known only then).
+enum class ZeroCodeWindow : uint32_t { kCalls = 0, kStep = 1 };
+
 struct ZeroCodeProbe {
   std::string name;        // e.g. "miopen-rnn"; names the probe in errors and traces
   std::string library;     // file-name prefix ("libMIOpen.so") or an absolute path
@@ -45,6 +59,7 @@ struct ZeroCodeProbe {
   std::string gate_function;      // empty: no gate (every SL-function call counts)
   uint32_t gate_arg = 0;          // 0-based argument index of the gate's condition (0..15)
   uint64_t gate_value = 0;        // the gate counts only when that argument equals this
+  ZeroCodeWindow window = ZeroCodeWindow::kCalls;
 
   bool gated() const { return !gate_function.empty(); }
   const std::string& gate_lib() const { return gate_library.empty() ? library : gate_library; }
@@ -70,12 +85,13 @@ std::string DescribeZeroCodeProbe(const ZeroCodeProbe& probe);
 // The shipped presets, in a stable order.
 const std::vector<ZeroCodeProbe>& ZeroCodePresets();
 
-// A preset by name; the error lists the names.
+// A preset by name; the error lists the names. "NAME:step" (or "NAME:calls") is the preset with
+// that window (ZeroCodeWindow), named so.
 Result<ZeroCodeProbe> FindZeroCodePreset(std::string_view name);
 
 // Parses "name=N,lib=L,fn=F,arg=I[,bytes=4|8][,deref][,reduce=first|max|last]
-// [,boundary_lib=BL],boundary=BF[,gate_lib=GL,gate=GF,gate_arg=J,gate_value=V]" into a validated
-// probe.
+// [,boundary_lib=BL],boundary=BF[,gate_lib=GL,gate=GF,gate_arg=J,gate_value=V]
+// [,window=calls|step]" into a validated probe.
 Result<ZeroCodeProbe> ParseZeroCodeSpec(std::string_view spec);
 
 }  // namespace seqpoint::probes

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Writes docs/metrics.md from tests/golden/metrics.txt (the shape of seqpointd's /metrics).
+"""Writes docs/metrics.md from tests/golden/metrics.txt (the shape of seqpointd's /metrics) and
+tests/golden/straggler_metrics.txt (the straggler families of a data-parallel run, which the
+replayed run of metrics.txt does not have; agent_fleet_straggler_metrics_test keeps it).
 
 The golden file is what a replayed run exports; this turns it into the table operators read.
 ctest (docs_metrics_documented) fails when the two disagree.
@@ -10,6 +12,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "metrics.txt")
+GOLDEN_STRAGGLERS = os.path.join(ROOT, "tests", "golden", "straggler_metrics.txt")
 DOC = os.path.join(ROOT, "docs", "metrics.md")
 
 # The families seqpointd also pushes by remote-write (RunFamilies(..., for_upload=true)).
@@ -30,6 +33,11 @@ UPLOADED = {
     "seqpoint_fleet_bin_iterations_total", "seqpoint_fleet_bin_work_total",
     "seqpoint_fleet_bin_time_seconds_total", "seqpoint_fleet_bin_energy_joules_total",
     "seqpoint_fleet_bin_energy_work_total",
+    # Straggling ranks and the slow-rank test (agent/fleet/straggler_metrics.h).
+    "seqpoint_run_collective_steps_total", "seqpoint_run_straggler_steps_total",
+    "seqpoint_run_straggler_lag_seconds_total", "seqpoint_run_rank_last_arrival_steps_total",
+    "seqpoint_run_rank_slower_than_peers", "seqpoint_run_rank_compute_ratio",
+    "seqpoint_run_rank_detectable_slowdown", "seqpoint_run_detectable_slowdown",
 }
 
 HEADER = """# Metrics
@@ -72,6 +80,11 @@ Rules, enforced in code (`agent/runs/series_cap.h`) and checked by `agent_series
   `name:<job_name>`, else the run key) and `bin`, an SL octave such as `64-127` (at most 32
   values, never an SL). Only a run's main bins are exported: at most 3, each with 20 iterations
   or more. A run adds at most 15 series (9 without energy): 64 runs at most 960.
+- The straggler families of a data-parallel run (`seqpoint_run_collective_steps_total`,
+  `seqpoint_run_straggler_*`, `seqpoint_run_rank_*`, `seqpoint_run_*detectable_slowdown`;
+  `agent/fleet/straggler_metrics.h`) are labelled by `run`, `node`, `fleet_job`, `cause`
+  (`data`, `hardware`) and `rank`: ranks 0-15 by number, any other (or unknown) as `other`.
+  Counts per run, never per step: at most 91 series a run, only for ranks and causes seen.
 - Gauges (`seqpoint_run_gauge_*`) are labelled by `run`, `metric` and `unit`: one series per
   family for each gauge its collectors give, a set fixed by the configuration (NVML: 7
   readings and the capacity per GPU the process uses, plus the configured GPM metrics and field
@@ -125,7 +138,8 @@ def render(fams):
 
 
 def main():
-    text = render(families(GOLDEN))
+    fams = families(GOLDEN) + families(GOLDEN_STRAGGLERS)
+    text = render(sorted(fams, key=lambda f: f["name"]))
     if "--check" in sys.argv:
         with open(DOC) as f:
             if f.read() != text:

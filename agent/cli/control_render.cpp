@@ -105,6 +105,28 @@ void PrintBackoffs(const json& j) {
   }
 }
 
+// Which device each measured value came from (a GPU's UUID), as `show --json` lists them.
+void PrintDevices(const json& s) {
+  if (s.contains("devices") && !s["devices"].empty()) {
+    std::string list;
+    for (const auto& d : s["devices"]) {
+      std::string collectors;
+      for (const auto& c : d["collectors"]) {
+        collectors += (collectors.empty() ? "" : ", ") + c.get<std::string>();
+      }
+      list += (list.empty() ? "" : "; ") + d["device"].get<std::string>() + " (" + collectors +
+              ": " + std::to_string(d["iterations"].get<uint64_t>()) + " iterations)";
+    }
+    std::printf("  measured on %s\n", list.c_str());
+  }
+  if (s.value("devices_not_recorded", uint64_t{0}) > 0) {
+    std::printf(
+        "  device of %llu measured values not recorded (stored by a seqpointd before "
+        "store schema 9)\n",
+        static_cast<unsigned long long>(s["devices_not_recorded"].get<uint64_t>()));
+  }
+}
+
 void PrintHistogram(const json& hist) {
   if (hist.empty()) return;
   // At most 16 rows: exact SLs grouped into equal SL ranges.
@@ -479,6 +501,48 @@ void RenderRuns(const json& j) {
   }
 }
 
+// A data-parallel run's slow-rank verdicts (agent/fleet/slow_rank_view.h): the ranks held slower
+// than their peers at equal SL, and what "none" means on this job: the detection floor.
+void PrintSlowRanks(const json& show) {
+  if (!show.contains("slow_ranks")) return;
+  const json& s = show["slow_ranks"];
+  const unsigned long long horizon = static_cast<unsigned long long>(D(s["floor_steps"]));
+  auto name = [](const json& r) {
+    return r["rank"].is_null() ? std::string("?") : r["rank"].dump();
+  };
+  std::printf(
+      "\nslow ranks (compute per token before the collective vs peers at equal SL, %llu "
+      "steps judged): ",
+      static_cast<unsigned long long>(s["steps"].get<uint64_t>()));
+  std::string verdict;
+  for (const json& r : s["ranks"]) {
+    if (!r["slow"].get<bool>()) continue;
+    char one[64];
+    std::snprintf(one, sizeof one, "%srank %s SLOWER (%.2fx)", verdict.empty() ? "" : ", ",
+                  name(r).c_str(), D(r["compute_ratio"]));
+    verdict += one;
+  }
+  std::printf("%s", verdict.empty() ? "none" : verdict.c_str());
+  if (s["detectable_slowdown"].is_number()) {
+    std::printf("; finds a slowdown of %.2fx or more within %llu steps at this job's noise\n",
+                D(s["detectable_slowdown"]), horizon);
+  } else {
+    std::printf(
+        "; detection floor not known (a rank still warming up over 64 compared steps, "
+        "or compared too seldom to find a slowdown within %llu steps)\n",
+        horizon);
+  }
+  for (const json& r : s["ranks"]) {
+    char floor[32] = "-";
+    if (r["detectable_slowdown"].is_number()) {
+      std::snprintf(floor, sizeof floor, "%.2fx", D(r["detectable_slowdown"]));
+    }
+    std::printf("  rank %-5s %8llu tested  compute x%.3f  floor %s%s\n", name(r).c_str(),
+                static_cast<unsigned long long>(r["tested"].get<uint64_t>()), D(r["compute_ratio"]),
+                floor, r["slow"].get<bool>() ? "  SLOW" : "");
+  }
+}
+
 void RenderShow(const json& s) {
   PrintRunHeader(s["run"]);
   if (s.contains("probes")) {  // active runs: how each live process is probed
@@ -491,12 +555,14 @@ void RenderShow(const json& s) {
     }
   }
   PrintBackoffs(s);
+  PrintDevices(s);
   PrintHistogram(s["histogram"]);
   PrintSeqPoints(s["seqpoints"]);
   PrintProjections(s);
   PrintGauges(s);
   PrintGpuMemory(s);
   PrintMeasurementCost(s);
+  PrintSlowRanks(s);
 }
 
 void RenderPause(const json& p) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/cli/report_devices.h"
 #include "agent/cli/svg_plot.h"
 
 namespace seqpoint::cli {
@@ -438,6 +439,7 @@ std::string RenderReportHtml(const json& report, const std::string& node) {
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   html += Header(report, node);
   html += SummaryTable(report);
+  html += DevicesSectionHtml(report);
   html += StrataList(report);
   html += HistogramPlot(report);
   html += TimePlot(report);

@@ -215,7 +215,7 @@ const std::vector<KeySpec>& Specs() {
       Dbl("runs.target_error", &DaemonConfig::run_target_error, 0, 1,
           "a budget set by accuracy: a stretch of the run (time stratum, doubling window) is "
           "measured no further once the relative half-width of the 95% interval of its total "
-          "time is at most this (e.g. 0.02: 2%); 0: off, the budget caps alone"),
+          "time is at most this (0.02: 2%); 0: off, the budget caps alone"),
       Dbl("runs.max_overhead", &DaemonConfig::run_max_overhead, 0, 1,
           "a budget set by overhead: at most this share of a run's time so far spent on "
           "measured iterations, at the added time of one (from the observer-effect controls, "

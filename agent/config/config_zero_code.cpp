@@ -101,6 +101,21 @@ const std::vector<Field>& Fields() {
          }
          return Status::Ok();
        }},
+      {"window", "string", false, "calls",
+       "where an iteration's window begins: calls (after the last boundary call of the previous "
+       "burst) or step (at the boundary call that ended the previous iteration: windows tile the "
+       "run, an iteration's time is the trainer's whole step)",
+       [](const toml::node& n, ZeroCodeProbe& p) {
+         std::string v = n.is_string() ? std::string(**n.as_string()) : "";
+         if (v == "calls") {
+           p.window = probes::ZeroCodeWindow::kCalls;
+         } else if (v == "step") {
+           p.window = probes::ZeroCodeWindow::kStep;
+         } else {
+           return InvalidArgument("must be \"calls\" or \"step\"");
+         }
+         return Status::Ok();
+       }},
       {"boundary_library", "string", false, "",
        "library holding the boundary function; empty: the same as library",
        [](const toml::node& n, ZeroCodeProbe& p) {

@@ -52,6 +52,7 @@ library = "libmyrnn.so"
 function = "my_rnn_forward"
 arg = 2
 reduce = "max"
+window = "step"
 boundary_function = "my_step"
 
 [probes.zero_code_custom.blas]
@@ -75,6 +76,8 @@ boundary_function = "_ZN5torch5optim4Adam4stepESt8functionIFN2at6TensorEvEE"
   CHECK((*probes)[0].boundary_lib() == "libtorch_cpu.so");
   CHECK((*probes)[1].name == "zz-rnn");
   CHECK((*probes)[1].reduce == seqpoint::probes::SlReduce::kMax);
+  CHECK((*probes)[1].window == seqpoint::probes::ZeroCodeWindow::kStep);
+  CHECK((*probes)[0].window == seqpoint::probes::ZeroCodeWindow::kCalls);  // the default
   CHECK((*probes)[1].boundary_lib() == "libmyrnn.so");
   CHECK((*probes)[2].name == "cublas-gemm");
   CHECK((*probes)[3].name == "miopen-rnn");
@@ -113,10 +116,12 @@ TEST_CASE("agent config zero-code: a bad custom field names its own line, the ke
   CHECK(Has(m, "must be 4 or 8"));
   m = ErrorOf(head + "arg = 1\nreduce = \"mean\"\n");
   CHECK(Has(m, "\"first\", \"max\" or \"last\""));
+  m = ErrorOf(head + "arg = 1\nwindow = \"gate\"\n");
+  CHECK(Has(m, "'probes.zero_code_custom.mine.window' must be \"calls\" or \"step\""));
   m = ErrorOf(head + "arg = 1\nargument = 2\n");
   CHECK(Has(m, "z.toml:6:1: unknown key 'probes.zero_code_custom.mine.argument'"));
   CHECK(Has(m,
-            "library, function, arg, bytes, deref, reduce, boundary_library, "
+            "library, function, arg, bytes, deref, reduce, window, boundary_library, "
             "boundary_function"));
   m = ErrorOf(head);  // arg missing
   CHECK(Has(m, "z.toml:1:1: 'probes.zero_code_custom.mine' has no arg: set arg = "));

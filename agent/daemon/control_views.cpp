@@ -10,8 +10,10 @@
 #include <set>
 
 #include "agent/daemon/daemon.h"
+#include "agent/fleet/slow_rank_view.h"
 #include "agent/runs/run_metrics.h"
 #include "agent/source/run_key.h"
+#include "agent/store/measured_devices.h"
 #include "common/clock.h"
 #include "seqpoint/features.h"
 
@@ -19,6 +21,18 @@ namespace seqpoint::daemon {
 namespace {
 
 using nlohmann::json;
+
+// The devices a run's measured values came from (measured_devices.h): GPUs by UUID.
+json DevicesJson(const MeasuredDevices& d) {
+  json list = json::array();
+  for (const MeasuredDevice& x : d.devices) {
+    list.push_back({{"device", x.device},
+                    {"collectors", x.collectors},
+                    {"iterations", x.iterations},
+                    {"values", x.values}});
+  }
+  return list;
+}
 
 json AttachedJson(const AttachedProcess& a) {
   return {{"pid", a.pid},     {"comm", a.comm},     {"probe", a.probe},
@@ -527,6 +541,10 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
           {"begin_hooks_armed", c.hooks_wanted}};
     }
     if (const StepJoin* j = runs_->step_join(t->record().id)) out["ranks"] = RanksJson(*j);
+    // Which rank is slower than its peers, and the slowdown "none" rules out (agent/fleet).
+    if (const fleet::StragglerJoin* sj = stragglers_.book().join(t->record().id)) {
+      out["slow_ranks"] = fleet::SlowRanksJson(sj->counts(), fleet::SlowRankOptions{}.floor_steps);
+    }
     if (runs_->energy_sampler() != nullptr) {
       out["energy"] = {{"iterations", t->energy_iterations()},
                        {"unattributed_shared", t->energy_shared()},
@@ -562,6 +580,11 @@ Result<json> Daemon::ControlShow(const ControlRequest& r) {
     out["observer_effect"] = ObserverJson(oe, std::set<std::string>{});
     run_id = **id;
   }
+  if (auto rows = store_->LoadMeasurements(run_id); rows.ok()) {
+    const MeasuredDevices devices = SummariseDevices(*rows);
+    out["devices"] = DevicesJson(devices);
+    out["devices_not_recorded"] = devices.unrecorded;
+  }
   if (r.cmd == "report") {
     SEQPOINT_RETURN_IF_ERROR(AddReport(run_id, r.days, out));
   }
@@ -580,7 +603,8 @@ Status Daemon::AddReport(int64_t run_id, int64_t days, json& out) {
                     {"seq_len", x.seq_len},
                     {"metric", x.metric},
                     {"unit", x.unit},
-                    {"value", x.value}});
+                    {"value", x.value},
+                    {"device", x.device_recorded ? json(x.device) : json(nullptr)}});
   }
   out["measurements"] = meas;
   // Efficiency over time: daily mean iteration time of the run's most frequent SL bins.

@@ -45,6 +45,9 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
   TempDir dir;
   DaemonConfig cfg = DaemonHarness::TestConfig(dir);
   cfg.run_budget = 40;
+  // The overhead cap decides on a cost measured live (controls against measured iterations),
+  // which the library below cannot be fed: off here, so the two choose alike.
+  cfg.run_max_overhead = 0;
   DaemonHarness h;
   REQUIRE_MESSAGE(h.Start(cfg, ReplayParts(1)).ok(), "daemon start");
   json run = ClosedRun(h, "job-0");
@@ -80,6 +83,7 @@ TEST_CASE("agent daemon: a replayed run is selected, measured within budget and 
   o.per_doubling = static_cast<uint32_t>(cfg.run_budget_per_doubling);
   o.warmup = static_cast<uint64_t>(cfg.run_warmup_iterations);
   o.target_error_pct = cfg.run_target_error_pct;
+  o.target_rel_error = cfg.run_target_error;
   auto sel = seqpoint::selector::OnlineSelector::Create(o);
   REQUIRE(sel.ok());
   const int time_col = trace->MetricIndex("time_ns");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "agent/fleet/median.h"
 
@@ -53,8 +54,41 @@ double CusumThreshold(double k, double arl0) {
   return hi;
 }
 
+double CusumDelay(double mu, double k, double h, double cap) {
+  const double drift = std::min(mu - k, cap), b = h + 1.166;
+  if (std::fabs(drift) < 1e-9) return b * b;  // the limit of the formula below at drift 0
+  const double a = 2 * drift * b;
+  // Past about 700 the exponential overflows: the delay is astronomically long anyway.
+  if (-a > 700) return std::numeric_limits<double>::infinity();
+  return (std::exp(-a) + a - 1) / (2 * drift * drift);
+}
+
+double DetectionFloor(double sigma, double k, double h, double cap, double steps) {
+  if (sigma <= 0) return 0;
+  // The delay most slowdowns are found within (9 in 10): the mean plus 1.28 standard deviations
+  // of the first passage of a random walk with drift d and unit variance over b (inverse
+  // Gaussian: variance b / d^3).
+  const double b = h + 1.166;
+  auto delay = [&](double log_f) {
+    const double drift = std::min(log_f / sigma - k, cap);
+    if (drift <= 0) return std::numeric_limits<double>::infinity();
+    return CusumDelay(log_f / sigma, k, h, cap) + 1.2816 * std::sqrt(b / (drift * drift * drift));
+  };
+  double lo = 0, hi = std::log(2.0);
+  while (delay(hi) > steps) {
+    if (hi > std::log(1e3)) return std::numeric_limits<double>::infinity();  // never
+    hi *= 2;
+  }
+  for (int i = 0; i < 40; ++i) {
+    const double mid = (lo + hi) / 2;
+    (delay(mid) > steps ? lo : hi) = mid;
+  }
+  return std::exp(hi);
+}
+
 std::vector<int32_t> SlowRankTest::Step(uint64_t iter, const std::vector<RankCompute>& ranks) {
   std::vector<int32_t> raised;
+  for (const RankCompute& r : ranks) ++seen_[r.rank];
   // log(compute per token) of each measured rank.
   std::vector<double> y(ranks.size(), 0);
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -85,6 +119,7 @@ void SlowRankTest::Update(int32_t rank, uint64_t iter, double x, std::vector<int
   v.push_back(x);
   if (v.size() > kNoiseWindow) v.pop_front();
   ++s.tested;
+  s.seen = seen_[rank];
   const size_t recent = std::min(v.size(), kWindow);
   double sum = 0;
   for (size_t i = v.size() - recent; i < v.size(); ++i) sum += v[i];
@@ -102,6 +137,10 @@ void SlowRankTest::Update(int32_t rank, uint64_t iter, double x, std::vector<int
   const double step =
       std::min({x / s.sigma - k, kHuber, s.threshold / static_cast<double>(kMinSteps)});
   s.cusum = std::max(0.0, s.cusum + step);
+  s.floor = DetectionFloor(s.sigma, k, s.threshold,
+                           std::min(kHuber, s.threshold / static_cast<double>(kMinSteps)),
+                           options_.floor_steps * static_cast<double>(s.tested) /
+                               static_cast<double>(std::max(s.seen, s.tested)));
   if (!s.slow && s.cusum > s.threshold) {
     s.slow = true;
     ++s.alarms;

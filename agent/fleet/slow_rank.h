@@ -56,6 +56,7 @@ struct SlowRankOptions {
   double false_alarm_steps = 1e6;  // mean steps between false alarms of a healthy rank
   double match_tolerance = 0.05;   // peers' tokens within 5%: "equal SL"
   double min_sigma = 0.002;        // 0.2%: below it, timer resolution
+  double floor_steps = 100;        // the detection floor's horizon (SlowRankState::floor)
 };
 
 // One rank's compute before the collective in one step.
@@ -74,11 +75,31 @@ struct SlowRankState {
   bool slow = false;        // the alarm stands
   uint64_t alarms = 0;      // alarms raised (rising edges)
   uint64_t alarm_step = 0;  // the step whose value raised the last alarm
+  uint64_t seen = 0;        // steps the rank was in (tested or not: no matched peer, unmeasured)
+  // The detection floor at the current sigma: the smallest slowdown (1.2: 20% slower) the test
+  // finds within floor_steps of the job's steps in about 9 cases of 10 (DetectionFloor over the
+  // tested steps among them: floor_steps x tested / seen); 0 until warmed up, infinity: none.
+  double floor = 0;
 };
 
 // h such that the one-sided CUSUM with reference k has an in-control mean run length of `arl0`
 // steps (Siegmund's approximation), by bisection.
 double CusumThreshold(double k, double arl0);
+
+// The mean steps the test (reference k, threshold h, one step adding at most `cap`) takes to
+// alarm on a rank whose z has mean `mu` (in sigmas), by Siegmund's approximation for unit-variance
+// steps with the mean drift min(mu - k, cap) (Wald's h / drift beyond the cap).
+double CusumDelay(double mu, double k, double h, double cap);
+
+// The detection floor: the smallest slowdown factor f (>= 1) that the test finds within `steps`
+// tested steps in about 9 cases of 10: the mean delay, CusumDelay(log f / sigma, ...), plus 1.28
+// standard deviations of the first passage of a random walk with that drift and unit variance
+// over h + 1.166 (inverse Gaussian); by bisection on log f. What an operator reads "no slow
+// rank" as: none slower than f within `steps` steps, at this rank's noise. The delay does not
+// count the warm-up, and the noise is the long-run one as the window saw it: a job whose noise
+// grows after the floor was read (a neighbour that comes and goes) is found later. Measured on
+// the replayed recordings with slowdowns injected (slow_rank_replay_test): docs/fleet.md.
+double DetectionFloor(double sigma, double k, double h, double cap, double steps);
 
 class SlowRankTest {
  public:
@@ -97,6 +118,7 @@ class SlowRankTest {
   void Forget(int32_t rank) {
     states_.erase(rank);
     values_.erase(rank);
+    seen_.erase(rank);
   }
 
  private:
@@ -105,6 +127,7 @@ class SlowRankTest {
   SlowRankOptions options_;
   std::map<int32_t, SlowRankState> states_;
   std::map<int32_t, std::deque<double>> values_;  // the last kNoiseWindow values of x
+  std::map<int32_t, uint64_t> seen_;              // steps each rank was in
 };
 
 }  // namespace seqpoint::daemon::fleet

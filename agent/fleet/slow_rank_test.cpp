@@ -106,3 +106,40 @@ TEST_CASE("fleet slow rank: unmeasured ranks and lone ranks are skipped") {
   CHECK(t.Step(1, {{0, 512, 100}}).empty());
   CHECK(t.ranks().empty());
 }
+
+TEST_CASE("fleet slow rank: the detection floor rises with the noise and predicts detection") {
+  // The delay at drift 0 and its monotony in the mean.
+  const double k = 0.5, h = CusumThreshold(k, 1e6);
+  CHECK(CusumDelay(k, k, h, 3) == doctest::Approx((h + 1.166) * (h + 1.166)));
+  CHECK(CusumDelay(2 * k, k, h, 3) < CusumDelay(1.5 * k, k, h, 3));
+  CHECK(CusumDelay(0, k, h, 3) > 1e6 * 0.5);  // in control: about the false-alarm spacing
+  // More noise: a higher floor; a longer horizon: a lower one.
+  CHECK(DetectionFloor(0.05, 1, CusumThreshold(1, 1e6), 3, 100) >
+        DetectionFloor(0.02, 2.4, CusumThreshold(2.4, 1e6), 3, 100));
+  CHECK(DetectionFloor(0.05, 1, h, 3, 400) < DetectionFloor(0.05, 1, h, 3, 100));
+  // On constructed steps of known noise: the floor each rank shows before a slowdown predicts
+  // whether the test finds it within 100 steps, away from the floor (a slowdown at least 1.5x the
+  // floor's, or at most 2/3 of it: near the floor either answer comes).
+  int cases = 0, agree = 0;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    for (double factor : {1.015, 1.03, 1.06, 1.12, 1.25}) {
+      std::mt19937 rng(seed);
+      SlowRankTest t;
+      double floor = 0;
+      uint64_t found = 0;
+      for (uint64_t i = 0; i < 400; ++i) {
+        if (i == 300) floor = t.ranks().at(1).floor;
+        for (int32_t r : t.Step(i, Step(rng, 0.04, 1, factor, i >= 300))) {
+          if (r == 1 && found == 0) found = i - 300 + 1;
+        }
+      }
+      REQUIRE(floor > 1);
+      if (factor - 1 < 1.5 * (floor - 1) && 1.5 * (factor - 1) > floor - 1) continue;
+      ++cases;
+      agree += (factor >= floor) == (found > 0);
+    }
+  }
+  MESSAGE("away from the floor, predicted " << agree << " of " << cases);
+  CHECK(cases >= 12);
+  CHECK(agree >= cases - 1);
+}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <sstream>
 
 #include "common/trace_csv.h"
@@ -93,6 +95,80 @@ Result<std::vector<RecordedEvent>> ReadJobTraces(const std::vector<std::string>&
                    [&](const RecordedEvent& x, const RecordedEvent& y) { return at(x) < at(y); });
   ranks.insert(ranks.end(), timed.begin(), timed.end());
   return ranks;
+}
+
+std::vector<RecordedEvent> InjectSlowdown(const std::vector<RecordedEvent>& events, int32_t rank,
+                                          uint64_t from, double factor) {
+  uint32_t slowed = 0;
+  for (const RecordedEvent& e : events) {
+    if (e.kind == 'R' && e.rank == rank) slowed = e.pid;
+  }
+  // Each process's iterations by begin: (end, iter).
+  std::map<uint32_t, std::map<uint64_t, std::pair<uint64_t, uint64_t>>> iters;
+  for (const RecordedEvent& e : events) {
+    if (e.kind == 'I') iters[e.pid][e.a] = {e.b, e.iter};
+  }
+  // The iteration of `pid` that began last at or before ts: (begin, (end, iter)), or none.
+  auto iteration =
+      [&](uint32_t pid,
+          uint64_t ts) -> const std::pair<const uint64_t, std::pair<uint64_t, uint64_t>>* {
+    const auto& m = iters[pid];
+    auto it = m.upper_bound(ts);
+    return it == m.begin() ? nullptr : &*std::prev(it);
+  };
+  std::map<uint64_t, uint64_t> first;  // the slowed rank's first arrival per iteration
+  for (const RecordedEvent& e : events) {
+    if (e.kind != 'A' || e.pid != slowed) continue;
+    const auto* it = iteration(slowed, e.a);
+    if (it != nullptr && e.a <= it->second.first && it->second.second >= from) {
+      first.emplace(it->second.second, e.a);  // arrivals come in time order: the first stays
+    }
+  }
+  // Per iteration: the time the slowed rank added in it, and before it.
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> added;  // iter -> (before, in it)
+  uint64_t total = 0;
+  for (const auto& [begin, end_iter] : iters[slowed]) {
+    const uint64_t i = end_iter.second;
+    const auto f = first.find(i);
+    const uint64_t extra =
+        f == first.end()
+            ? 0
+            : static_cast<uint64_t>((factor - 1) * static_cast<double>(f->second - begin));
+    added[i] = {total, extra};
+    total += extra;
+  }
+  auto offset = [&](uint64_t iter) -> std::pair<uint64_t, uint64_t> {
+    auto it = added.upper_bound(iter);
+    if (it == added.begin()) return {0, 0};
+    --it;
+    if (it->first == iter) return it->second;
+    return {it->second.first + it->second.second, 0};  // an iteration the slowed rank lacks
+  };
+  std::vector<RecordedEvent> out = events;
+  for (RecordedEvent& e : out) {
+    if (e.kind == 'I') {
+      const auto [before, extra] = offset(e.iter);
+      e.a += before;
+      e.b += before + extra;
+    } else if (e.kind == 'A') {
+      const auto* it = iteration(e.pid, e.a);
+      if (it == nullptr) continue;
+      const uint64_t begin = it->first, end = it->second.first, iter = it->second.second;
+      const auto [before, extra] = offset(iter);
+      if (e.a > end) {
+        e.a += before + extra;  // between iterations: after this one's collective
+      } else if (e.pid == slowed && first.count(iter) > 0 && e.a <= first.at(iter)) {
+        e.a = begin + before +
+              static_cast<uint64_t>(factor * static_cast<double>(e.a - begin));  // stretched
+      } else {
+        e.a += before + (e.pid == slowed ? extra : 0);
+      }
+    }
+  }
+  auto at = [](const RecordedEvent& e) { return e.kind == 'R' ? 0 : e.kind == 'I' ? e.b : e.a; };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const RecordedEvent& x, const RecordedEvent& y) { return at(x) < at(y); });
+  return out;
 }
 
 namespace {

@@ -43,6 +43,16 @@ std::string FormatRecordedEvent(const RecordedEvent& e);
 inline constexpr uint32_t kTracePidBase = 1000;
 Result<std::vector<RecordedEvent>> ReadJobTraces(const std::vector<std::string>& rank_csvs);
 
+// `events` with rank `rank`'s compute before the collective (its iteration's begin to its first
+// collective entry) stretched `factor` times from iteration `from` on, as a synchronous job runs
+// it: every later timestamp of every rank moves by the time the slowed rank added (its peers
+// wait for it in the collective), so its compute changes and theirs does not. What it does not
+// model: a slow rank that also takes CPU from its peers (a spinning one on a small host). For
+// testing what the slow-rank test finds in real noise (slow_rank_replay_test). Events of a rank
+// not in `events`: unchanged.
+std::vector<RecordedEvent> InjectSlowdown(const std::vector<RecordedEvent>& events, int32_t rank,
+                                          uint64_t from, double factor);
+
 // The latest timestamp among them (0: none).
 uint64_t LastTimestamp(const std::vector<RecordedEvent>& events);
 

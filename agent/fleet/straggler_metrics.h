@@ -9,13 +9,17 @@
 //   seqpoint_run_rank_slower_than_peers{run,node,fleet_job,rank}     1 while the sequential test
 //                                                                      (slow_rank.h) alarms, else 0
 //   seqpoint_run_rank_compute_ratio{run,node,fleet_job,rank}         compute per token vs peers
+//   seqpoint_run_rank_detectable_slowdown{run,node,fleet_job,rank}   its detection floor
+//                                                                      (slow_rank.h:
+//                                                                      DetectionFloor)
+//   seqpoint_run_detectable_slowdown{run,node,fleet_job}             the largest of its ranks'
 // cause is "data" or "hardware". Shares over a window are the rules' (seqpoint-fleet-rules.yml:
 // seqpoint_fleet:rank_last_arrival_share:ratio). Cardinality: ranks 0..kMaxStragglerRanks-1 have
 // their own series; others (and ranks whose number is unknown) share rank="other" (the slow-rank
-// gauges show the slowest of them). A run adds at most 1 + 2 + 2 + (kMaxStragglerRanks + 1) x 4
-// = 73 series, and only the causes and ranks that occurred; runs are added within `max_series`
-// (series_cap.h), a run's series left out whole past it. Threads: the caller's (the daemon's
-// io_context).
+// gauges show the slowest of them, the floor the largest). A run adds at most 1 + 2 + 2 +
+// (kMaxStragglerRanks + 1) x 5 + 1 = 91 series, and only the causes and ranks that occurred; runs
+// are added within `max_series` (series_cap.h), a run's series left out whole past it. Threads: the
+// caller's (the daemon's io_context).
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,23 @@
 // StragglerFamilies: counts per run (never per step), ranks past the bound folded into "other",
-// runs without a judged step left out, and a run's series left out whole past the cap.
+// runs without a judged step left out, and a run's series left out whole past the cap; the
+// detection floor per rank and run; the families' shape on a replayed real run (golden); the
+// slow-rank view of `seqpoint show` (slow_rank_view.h).
 #include "agent/fleet/straggler_metrics.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
 #include <map>
+#include <set>
+#include <sstream>
 
+#include "agent/fleet/slow_rank_view.h"
 #include "agent/fleet/straggler_book.h"
+#include "agent/fleet/straggler_events.h"
+#include "common/testing/scratch_dir.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::fleet;
@@ -137,4 +147,104 @@ TEST_CASE("fleet straggler metrics: the sequential test's verdict and ratio per 
   CHECK(v == std::map<std::string, double>{{"0", 0}, {"2", 1}, {"other", 1}});
   CHECK(q.at("2") == doctest::Approx(1.12));
   CHECK(q.at("other") == doctest::Approx(1.12));
+}
+
+TEST_CASE("fleet straggler metrics: the detection floor per rank and per run") {
+  RunStragglers r = Sample(6);
+  SlowRankState a, b, other1, other2;
+  a.threshold = 6, a.floor = 1.12;
+  b.threshold = 6, b.floor = 1.31;
+  other1.threshold = 6, other1.floor = 1.2, other1.ratio = 1.05;
+  other2.threshold = 6, other2.floor = 1.4, other2.ratio = 1.01;
+  r.counts.slow = {{0, a}, {1, b}, {20, other1}, {21, other2}};
+  auto all = StragglerFamilies({r}, "n1", 1000);
+  std::map<std::string, double> floor;
+  for (const MetricSample& s : Family(all, "seqpoint_run_rank_detectable_slowdown").samples) {
+    floor[Label(s, "rank")] = s.value;
+  }
+  // "other": the largest floor of its ranks, whichever one its verdict shows.
+  CHECK(floor == std::map<std::string, double>{{"0", 1.12}, {"1", 1.31}, {"other", 1.4}});
+  const MetricFamily& run = Family(all, "seqpoint_run_detectable_slowdown");
+  REQUIRE(run.samples.size() == 1);
+  CHECK(run.samples[0].value == doctest::Approx(1.4));
+  // A rank still warming up (floor 0) or finding nothing in time (infinite): no run floor, and
+  // no series for that rank's floor.
+  r.counts.slow[1].floor = std::numeric_limits<double>::infinity();
+  all = StragglerFamilies({r}, "n1", 1000);
+  CHECK(Family(all, "seqpoint_run_detectable_slowdown").samples.empty());
+  CHECK(Family(all, "seqpoint_run_rank_detectable_slowdown").samples.size() == 2);
+  r.counts.slow[1].floor = 0;
+  CHECK(Family(StragglerFamilies({r}, "n1", 1000), "seqpoint_run_detectable_slowdown")
+            .samples.empty());
+}
+
+TEST_CASE("fleet straggler metrics: the families' shape on a replayed real run (golden)") {
+  // A recorded healthy 4-rank DDP run with random SLs (stragglers of both causes, every rank
+  // past the slow-rank test's warm-up) through the book as the daemon feeds it: the families,
+  // their help and label names, as tests/golden/straggler_metrics.txt holds them (the same
+  // format as tests/golden/metrics.txt; scripts/gen-metrics-doc.py documents both in
+  // docs/metrics.md). A change of a name, a label or a help is a diff of that file.
+  const std::string source = seqpoint::testing::SourceDir();
+  const std::string dir = source + "/tests/golden/straggler_healthy_hog1_random/";
+  auto events =
+      ReadJobTraces({dir + "rank0.csv", dir + "rank1.csv", dir + "rank2.csv", dir + "rank3.csv"});
+  REQUIRE_MESSAGE(events.ok(), events.status().ToString());
+  StragglerBook book;
+  ReplayRecordedEvents(*events, 1, 0, &book);
+  book.Settle(UINT64_MAX);
+  auto families =
+      StragglerFamilies(book.Snapshot([](int64_t) { return "run:replay"; }), "n1", 1000);
+  std::sort(families.begin(), families.end(),
+            [](const MetricFamily& a, const MetricFamily& b) { return a.name < b.name; });
+  std::string shape;
+  for (const MetricFamily& f : families) {
+    CHECK_MESSAGE(!f.samples.empty(), f.name << ": no sample on the replayed run");
+    shape += "# TYPE " + f.name + " " + f.type + "\n# HELP " + f.name + " " + f.help + "\n";
+    std::set<std::string> label_sets;
+    for (const MetricSample& s : f.samples) {
+      std::string names;
+      for (const auto& [k, v] : s.labels) names += (names.empty() ? "" : ",") + k;
+      label_sets.insert(names);
+    }
+    for (const std::string& l : label_sets) shape += f.name + "{" + l + "}\n";
+  }
+  const std::string path = source + "/tests/golden/straggler_metrics.txt";
+  if (std::getenv("SEQPOINT_UPDATE_GOLDEN") != nullptr) std::ofstream(path) << shape;
+  std::ifstream in(path);
+  std::stringstream want;
+  want << in.rdbuf();
+  INFO("golden file " << path << " differs; if intended, rerun with SEQPOINT_UPDATE_GOLDEN=1, "
+                      << "then scripts/gen-metrics-doc.py. Got:\n"
+                      << shape);
+  CHECK(want.str() == shape);
+}
+
+TEST_CASE(
+    "fleet slow ranks view: verdicts, floors, and null where the test cannot stand behind one") {
+  StragglerCounts c;
+  c.steps = 300;
+  SlowRankState a, b;
+  a.threshold = 6, a.sigma = 0.05, a.floor = 1.18, a.tested = 250, a.seen = 300;
+  b.threshold = 6, b.sigma = 0.07, b.floor = 1.27, b.slow = true, b.ratio = 1.3, b.alarms = 1;
+  c.slow = {{0, a}, {1, b}};
+  nlohmann::json j = SlowRanksJson(c, 100);
+  CHECK(j["steps"] == 300);
+  CHECK(j["floor_steps"] == 100);
+  CHECK(j["detectable_slowdown"].get<double>() == doctest::Approx(1.27));
+  CHECK(j["slow"] == nlohmann::json::array({1}));
+  REQUIRE(j["ranks"].size() == 2);
+  CHECK(j["ranks"][0]["detectable_slowdown"].get<double>() == doctest::Approx(1.18));
+  CHECK(j["ranks"][0]["seen"] == 300);
+  // A rank warming up (no floor, no sigma) or whose floor is infinite: null, and no run floor.
+  SlowRankState warming;
+  c.slow[-5] = warming;
+  j = SlowRanksJson(c, 100);
+  CHECK(j["detectable_slowdown"].is_null());
+  CHECK(j["ranks"][0]["rank"].is_null());  // -5: a rank of unknown number (-pid)
+  CHECK(j["ranks"][0]["sigma"].is_null());
+  c.slow[-5].floor = std::numeric_limits<double>::infinity();
+  c.slow[-5].threshold = 6;
+  j = SlowRanksJson(c, 100);
+  CHECK(j["detectable_slowdown"].is_null());
+  CHECK(j["ranks"][0]["detectable_slowdown"].is_null());
 }

@@ -287,7 +287,16 @@ void RunManager::CloseIdleRuns() {
     for (const auto& [pid, p] : registry_.all()) {
       if (!ProcessExists(options_.proc_root, pid)) gone.push_back(pid);
     }
-    for (pid_t pid : gone) OnProcessExit(ProcessExit{pid, false, std::nullopt, std::nullopt});
+    for (pid_t pid : gone) {
+      // Gone before the source read its exit (issue 19: an exit event seen late on a loaded
+      // node): the source's own exit path delivers the process's records still queued (end
+      // records are batched in the kernel) before its exit. Ending it here first closed its
+      // run short, and those records then came for a pid no longer known and were dropped.
+      if (source_ != nullptr) source_->ProcessGone(pid);
+      if (registry_.Find(pid) != nullptr) {
+        OnProcessExit(ProcessExit{pid, false, std::nullopt, std::nullopt});
+      }
+    }
   }
   std::vector<int64_t> idle;
   for (const auto& [id, t] : runs_) {

@@ -101,7 +101,9 @@ class RunManager : public IterationSink {
   Status Resume();
   // Writes every run's changes, all runs in one transaction (run_persistence.h).
   Status Flush();
-  // Closes runs that have had no live process for idle_timeout_s.
+  // Ends the processes found gone from /proc whose exit the source has not reported (through
+  // the source's exit path, IterationSource::ProcessGone: their queued records first), and
+  // closes runs that have had no live process for idle_timeout_s.
   void CloseIdleRuns();
   // New options apply to runs created from now on (a reload).
   void Reconfigure(const RunManagerOptions& options);

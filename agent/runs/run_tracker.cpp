@@ -288,7 +288,7 @@ bool RunTracker::AddLateValues(pid_t pid, uint64_t iter,
 
 void RunTracker::AddValue(uint64_t ordinal, const MeasuredIteration& mi, collectors::Sample v) {
   new_measurements_.push_back(
-      {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.name, v.unit, v.value});
+      {ordinal, mi.pid, mi.iter, mi.seq_len, mi.batch, v.name, v.unit, v.value, v.device});
   measured_[ordinal].values.push_back(std::move(v));
 }
 

@@ -34,27 +34,28 @@
 // Crashes: the exit tracepoint carries the wait status (exit code, fatal signal, core dump) the
 // parent reaps; a non-zero code or a signal marks the run crashed. A process that exits with an
 // iteration open (the probes flag it SP_FLAG_EXITED) is crashed too, whatever its status. A
-// process whose exit event was lost (found gone by the liveness check) has no status. Not so
-// for zero-code: SL calls after the last boundary (evaluation, checkpointing) look like an open
-// iteration at any exit, so there the exit status alone decides.
+// process whose exit event was lost (found gone by the liveness check, or by the daemon's idle
+// check: ProcessGone) has no status. Not so for zero-code: SL calls after the last boundary
+// (evaluation, checkpointing) look like an open iteration at any exit, so there the exit status
+// alone decides. Every exit path delivers the process's queued records before its exit (OnGone).
 #include <time.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <set>
 
 #include "agent/config/config_zero_code.h"
 #include "agent/config/log.h"
-#include "agent/source/run_key.h"
-#include "agent/source/live_source.h"
 #include "agent/source/ebpf_source_sync.h"
+#include "agent/source/live_source.h"
 #include "agent/source/probe_counter_events.h"
+#include "agent/source/run_key.h"
 #include "probes/collectives/collective_probes.h"
-#include "probes/iteration_probes.h"
 #include "probes/discovery/process_discovery.h"
+#include "probes/iteration_probes.h"
 
 namespace seqpoint::daemon {
 namespace {
@@ -99,15 +100,17 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     if (auto c = probes::CollectiveProbes::Create({}); c.ok()) {
       collectives_ = std::move(*c);
     } else {
-      SEQPOINT_LOG(kInfo, "collective probes off (straggling ranks are not named): " +
-                              c.status().message());
+      SEQPOINT_LOG(
+          kInfo, "collective probes off (straggling ranks are not named): " + c.status().message());
     }
     // CUDA/HIP sync returns close measured windows' GPU values (ebpf_source_sync.h); without
     // them those values are flagged and left out, and the agent says why once.
     syncs_ = std::make_unique<GpuSyncWatch>(config.proc_root);
     if (!syncs_->loaded()) {
-      SEQPOINT_LOG(kInfo, "GPU values of measured windows will be left out (no window is closed "
-                          "by a sync): " + syncs_->why_not_loaded());
+      SEQPOINT_LOG(kInfo,
+                   "GPU values of measured windows will be left out (no window is closed "
+                   "by a sync): " +
+                       syncs_->why_not_loaded());
     }
     for (const probes::SweptInstance& s : probes_->swept_orphans()) {
       SEQPOINT_LOG(kInfo, "removed the pinned probes of the seqpointd with state directory " +
@@ -196,7 +199,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     SEQPOINT_RETURN_IF_ERROR(SetGrouping(config));
     probe_events_ = ProbeCounterEventsFor(config.collectors.perf);  // for processes armed next
     counters_config_why_ = ProbeCountersConfigWhyNot(config.collectors.perf);
-    discover_ms_ = config.probes_discover_interval_ms;               // from the next tick
+    discover_ms_ = config.probes_discover_interval_ms;  // from the next tick
     if (*zero_code == zero_code_) return Status::Ok();
     SEQPOINT_RETURN_IF_ERROR(probes_->SetZeroCodeProbes(*zero_code));
     zero_code_ = std::move(*zero_code);
@@ -306,6 +309,15 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       fn();
     });
     return true;
+  }
+
+  // Its exit event first, when it is queued (its status with it); else (the event lost) it is
+  // ended here, the same way, without a status. Either way OnGone delivers its queued records
+  // before the exit.
+  void ProcessGone(pid_t pid) override {
+    if (stopped_ || known_.count(pid) == 0) return;
+    PollDiscovery();
+    if (known_.count(pid) != 0) OnGone(pid, std::nullopt);
   }
 
   // probes::DiscoveryListener
@@ -474,8 +486,10 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       last_arm_error_ = st.message();
     }
     if (!st.ok()) {
-      SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": perf counters in user space from the "
-                              "begin wake-up, not in the probes: " + st.message());
+      SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) +
+                              ": perf counters in user space from the "
+                              "begin wake-up, not in the probes: " +
+                              st.message());
     }
   }
   // Asio watches a duplicate of the fd, so closing the descriptor leaves libbpf's own intact.
@@ -581,9 +595,10 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   // communicate, or not yet).
   void AttachCollectives(int pid) {
     if (!collectives_) return;
-    if (auto n = collectives_->AttachPid(pid); !n.ok() && n.status().code() != ErrorCode::kNotFound) {
-      SEQPOINT_LOG(kWarn, "collective probes, pid " + std::to_string(pid) + ": " +
-                              n.status().message());
+    if (auto n = collectives_->AttachPid(pid);
+        !n.ok() && n.status().code() != ErrorCode::kNotFound) {
+      SEQPOINT_LOG(kWarn,
+                   "collective probes, pid " + std::to_string(pid) + ": " + n.status().message());
     }
   }
   // The CUDA/HIP sync functions a process maps (one with none is no fault: not a GPU process, or
@@ -609,7 +624,7 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   asio::steady_timer timer_;
   asio::steady_timer discovery_timer_;
   int64_t poll_ms_;
-  int64_t discover_ms_ = 2000;  // probes.discover_interval_ms
+  int64_t discover_ms_ = 2000;   // probes.discover_interval_ms
   bool discovery_fast_ = false;  // the discovery timer is at its 100 ms re-examination cadence
   std::unique_ptr<probes::IterationProbes> probes_;
   std::unique_ptr<probes::CollectiveProbes> collectives_;  // null: off (logged why)
@@ -617,18 +632,18 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
   std::unique_ptr<probes::ProcessDiscovery> discovery_;
   std::unique_ptr<asio::posix::stream_descriptor> probe_fd_, discovery_fd_;
   daemon::IterationSink* sink_ = nullptr;
-  std::set<pid_t> armed_;                       // processes whose every iteration gets begin hooks
+  std::set<pid_t> armed_;                  // processes whose every iteration gets begin hooks
   std::map<pid_t, uint64_t> counter_gen_;  // per disarmed process: which release timer is current
   static constexpr int64_t kCounterLingerNs = 2'000'000'000;
-  std::set<int> known_;                         // announced to the sink (OnProcessFound)
-  std::map<int, ProcessInfo> unannounced_;      // zero-code processes before their 1st iteration
-  std::map<int, std::string> comm_;             // of every attached process
+  std::set<int> known_;                           // announced to the sink (OnProcessFound)
+  std::map<int, ProcessInfo> unannounced_;        // zero-code processes before their 1st iteration
+  std::map<int, std::string> comm_;               // of every attached process
   std::vector<probes::ZeroCodeProbe> zero_code_;  // the configured set, in priority order
   std::vector<probes::ProbeCounterEvent> probe_events_;  // counted in the probes (may be none)
   std::string counters_config_why_;  // why the config gives the probes no event ("" if it does)
   std::string last_arm_error_;       // the last ArmCounters failure ("" after a success)
   uint64_t arm_failures_ = 0;
-  RunGroupBy group_by_;                         // runs.group_by, for unannounced processes
+  RunGroupBy group_by_;  // runs.group_by, for unannounced processes
   std::string proc_root_;
   std::string only_key_;  // runs.only_key
   std::set<int> exited_mid_;

@@ -96,7 +96,8 @@ class IterationSink {
   // (profiler_watch.h). Only from sources whose reports_library_loads().
   virtual void OnLibrariesChanged(pid_t pid) { (void)pid; }
   // A thread of an announced process entered a collective
-  // (probes/collectives/collective_probes.h) at ts_ns (CLOCK_MONOTONIC): straggling ranks (agent/fleet/straggler.h).
+  // (probes/collectives/collective_probes.h) at ts_ns (CLOCK_MONOTONIC): straggling ranks
+  // (agent/fleet/straggler.h).
   virtual void OnCollectiveArrival(uint32_t pid, uint64_t ts_ns) {
     (void)pid;
     (void)ts_ns;
@@ -134,8 +135,8 @@ struct ProbeCounterPathStats {
   // when the path is not in the kernel (IterationProbeSkeleton::steal_source); why, in a sentence.
   std::string steal_source;
   std::string steal_why;
-  uint64_t steal_stale = 0;  // windows with a CPU's steal read from its run queue's copy
-  uint64_t arm_failures = 0;      // processes the kernel path could not arm (user space instead)
+  uint64_t steal_stale = 0;   // windows with a CPU's steal read from its run queue's copy
+  uint64_t arm_failures = 0;  // processes the kernel path could not arm (user space instead)
 };
 
 struct SourceStats {
@@ -204,6 +205,12 @@ class IterationSource {
   // rather than missing it. The daemon calls OnStateSaved after every successful save of the
   // runs (RunManager::Flush).
   virtual void OnStateSaved() {}
+  // The daemon found `pid` gone from /proc before the source reported its exit (an exit event
+  // read late, or lost). The source reports it now through its own exit path: the records it
+  // still holds of the process (end records batched in the kernel, an iteration left open)
+  // first, then OnProcessExit, with the exit status when it has it. A source that does not know
+  // the pid (or has no live processes) does nothing: the daemon then ends the process itself.
+  virtual void ProcessGone(pid_t pid) { (void)pid; }
   // Processes whose probes a previous daemon left attached (pinned), alive or gone since: the
   // daemon keeps their runs open (RunManager::Resume), and the source reports the gone ones'
   // exits once it has delivered their records.

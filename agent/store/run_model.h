@@ -71,6 +71,11 @@ struct Measurement {
   std::string metric;
   std::string unit;
   double value = 0;
+  // The device the value came from (collectors::Sample::device: a GPU's UUID, "<uuid>/gi<G>/
+  // ci<C>" under MIG, a PCI bus id, a RAPL zone, "node"); "" for a process's own value.
+  std::string device{};
+  // False on rows stored before schema 9, which did not record the device: unknown, not "".
+  bool device_recorded{true};
 };
 
 // A gauge's reading over one SL bin of the run's SeqPoints: the time-weighted mean of its

@@ -128,6 +128,13 @@ ALTER TABLE projections ADD COLUMN left_out TEXT NOT NULL DEFAULT '';
 ALTER TABLE projections ADD COLUMN left_out_detail TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v9: each measured value names the device it came from (a GPU's UUID, ...: Measurement::device);
+// NULL on older rows (not recorded). A v8 daemon inserts measurements without a column list,
+// which the added column breaks, so the file is stamped compatible from v9 on.
+constexpr const char* kSchemaV9 = R"sql(
+ALTER TABLE measurements ADD COLUMN device TEXT;
+)sql";
+
 template <typename T>
 std::vector<T> SplitInts(const std::string& text) {
   std::vector<T> out;
@@ -314,6 +321,7 @@ Status Store::Migrate() {
   if (version < 6) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV6));
   if (version < 7) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV7));
   if (version < 8) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV8));
+  if (version < 9) SEQPOINT_RETURN_IF_ERROR(db_->Exec(kSchemaV9));
   SEQPOINT_RETURN_IF_ERROR(
       db_->Exec("INSERT OR REPLACE INTO meta VALUES('oldest_compatible_schema', " +
                 std::to_string(kStoreOldestCompatibleSchema) + ")"));
@@ -466,7 +474,7 @@ Status Store::LoadGaugeBins(int64_t run_id, std::vector<Projection>& projections
 
 Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {
   auto s = db_->Prepare(
-      "SELECT ordinal, pid, iter, seq_len, batch, metric, unit, value "
+      "SELECT ordinal, pid, iter, seq_len, batch, metric, unit, value, device "
       "FROM measurements WHERE run_id=? ORDER BY ordinal, metric");
   if (!s.ok()) return s.status();
   (*s)->Bind(1, run_id);
@@ -484,6 +492,8 @@ Result<std::vector<Measurement>> Store::LoadMeasurements(int64_t run_id) {
     m.metric = (*s)->Text(5);
     m.unit = (*s)->Text(6);
     m.value = (*s)->Double(7);
+    m.device_recorded = !(*s)->IsNull(8);
+    if (m.device_recorded) m.device = (*s)->Text(8);
     out.push_back(std::move(m));
   }
   return out;

@@ -42,18 +42,19 @@
 
 namespace seqpoint::daemon {
 
-inline constexpr int kStoreSchemaVersion = 8;  // 2: energy sums, perturbed; 3: steady state,
+inline constexpr int kStoreSchemaVersion = 9;  // 2: energy sums, perturbed; 3: steady state,
                                                // bounded; 4: the unobserved gap;
                                                // 5: selector checkpoints; 6: iteration-log
                                                // chunk format (iteration_log_codec.h);
                                                // 7: gauges (kind, peak, gauge_bins);
-                                               // 8: projections left out (left_out)
+                                               // 8: projections left out (left_out);
+                                               // 9: each measurement's device
 // Downgrades (docs/failure-modes.md): a database stamps, in meta 'oldest_compatible_schema',
 // the oldest schema version whose daemon may use it as it is (a later version that only adds
 // what older ones ignore keeps the stamp). A daemon opens a newer file whose stamp it meets;
 // any other newer file is moved aside (as a damaged one is) and it starts on a fresh database,
 // never misreading one and never refusing to start.
-inline constexpr int kStoreOldestCompatibleSchema = 8;
+inline constexpr int kStoreOldestCompatibleSchema = 9;
 
 // One day of one SL bin's cost on this node: n iterations, sum and sum of squares of a metric.
 struct BinCostRow {

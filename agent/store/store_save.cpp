@@ -40,7 +40,8 @@ constexpr const char* kStatementSql[] = {
     "gap_total, gap_low, gap_high, kind, peak, left_out, left_out_detail) "
     "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     // kMeasurement
-    "INSERT OR REPLACE INTO measurements VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT OR REPLACE INTO measurements(run_id, ordinal, pid, iter, seq_len, batch, metric, "
+    "unit, value, device) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     // kCost
     "INSERT INTO bin_cost VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(bin_lo, metric, day) DO "
     "UPDATE SET n = n + excluded.n, sum = sum + excluded.sum, sumsq = sumsq + excluded.sumsq",
@@ -138,7 +139,7 @@ Status Store::SaveRunRows(const RunSave& save, WrittenRows& written) {
     for (const Measurement& m : *save.measurements) {
       (*meas)->Bind(1, r.id).Bind(2, int64_t(m.ordinal)).Bind(3, int64_t(m.pid));
       (*meas)->Bind(4, int64_t(m.iter)).Bind(5, int64_t(m.seq_len)).Bind(6, int64_t(m.batch));
-      (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value);
+      (*meas)->Bind(7, m.metric).Bind(8, m.unit).Bind(9, m.value).Bind(10, m.device);
       SEQPOINT_RETURN_IF_ERROR(Write(*meas));
     }
   }

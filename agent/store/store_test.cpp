@@ -264,7 +264,8 @@ TEST_CASE("agent store: a version 1 database gains the energy and perturbed colu
           "ALTER TABLE projections DROP COLUMN kind", "ALTER TABLE projections DROP COLUMN peak",
           "ALTER TABLE projections DROP COLUMN left_out",
           "ALTER TABLE projections DROP COLUMN left_out_detail",
-          "DROP TABLE gauge_bins", "DELETE FROM meta", "PRAGMA user_version = 1"}) {
+          "DROP TABLE gauge_bins", "ALTER TABLE measurements DROP COLUMN device",
+          "DELETE FROM meta", "PRAGMA user_version = 1"}) {
       REQUIRE_MESSAGE(db.Exec(sql).ok(), sql);
     }
     REQUIRE(

@@ -10,6 +10,10 @@
 # other ranks after it began: on a small host the slowed rank's spin takes CPU from its peers),
 # healthy_peak (the largest CUSUM of a healthy rank, as a share of its threshold), found_steps
 # and found_s (its first alarm on rank 2 after the change).
+# Then the detection floor (slow_rank.h: DetectionFloor) against slowdowns of 1.05x-1.5x injected
+# into the healthy recordings of tests/golden/ (agent_fleet_slow_rank_replay_test's floor case):
+# per case the floor the rank showed before the slowdown, whether it predicted the slowdown found
+# within 100 steps, and the steps the test took (0: not within 100); in OUT-floor.csv.
 # Usage: bench/fleet/slow_rank_replay.sh [OUT.csv]
 # Environment: SEQPOINT_BUILD (default build), RECORD_DIR (default: a fresh temporary directory;
 # an existing one is replayed as it is, not recorded again), STEPS (600), SLOW_FROM (300),
@@ -71,3 +75,7 @@ SEQPOINT_SOURCE_DIR="$root" SEQPOINT_SLOW_RANK_BENCH="$out" SEQPOINT_SLOW_RANK_R
   "$build/agent/fleet/agent_fleet_slow_rank_replay_test" -tc="fleet slow rank bench*" >/dev/null
 column -s, -t "$out"
 echo "(figures in $out; recordings in $dir)"
+SEQPOINT_SOURCE_DIR="$root" SEQPOINT_SLOW_RANK_FLOOR="${out%.csv}-floor.csv" \
+  "$build/agent/fleet/agent_fleet_slow_rank_replay_test" -tc="*detection floor*" -s |
+  grep -E 'x: [0-9]+ cases|ranks not slowed' | sed 's/^.*MESSAGE: /floor: /'
+echo "(detection floor per case in ${out%.csv}-floor.csv)"

@@ -17,6 +17,28 @@ import json
 import sys
 
 
+def print_devices(rows, show, report):
+    """The GPUs the agent's NVML values name (each report row's `device`, else `show`'s
+    `devices`), against the trainer's own UUID."""
+    uuid = rows[0]["gpu_uuid"] if rows else ""
+    devices = sorted({m.get("device") or "" for m in report.get("measurements", [])
+                      if str(m.get("metric", "")).startswith("nvml:")} - {""})
+    if not devices:
+        devices = sorted(d.get("device", "") for d in show.get("devices", [])
+                         if "nvml" in d.get("collectors", []))
+    if not devices:
+        unrecorded = show.get("devices_not_recorded", 0)
+        why = ("%d values stored by a seqpointd before store schema 9" % unrecorded if unrecorded
+               else "no NVML value measured")
+        print("   GPU: trainer on %s; agent measured on no named GPU (%s)" % (uuid or "?", why))
+        return
+    # Under MIG a device is "<uuid>/gi<G>/ci<C>": the trainer's GPU is its UUID part.
+    ours = any(d == uuid or d.startswith(uuid + "/") for d in devices)
+    same = "the trainer's GPU" if ours else "NOT the trainer's GPU"
+    print("   GPU: trainer on %s; agent measured %s (%s)" % (uuid or "?", ", ".join(devices),
+                                                          same if uuid else "trainer's UUID unknown"))
+
+
 def main():
     model, trainer_csv, show_json = sys.argv[1:4]
     report = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
@@ -35,24 +57,23 @@ def main():
         exact &= ok
         print("   SL %5d: trainer %5d  agent %5d  %s" % (sl, want[sl], got[sl], "exact" if ok else "DIFFERENT"))
     print("   iterations and SLs: %s" % ("EXACT" if exact else "NOT EXACT"))
-    uuid = rows[0]["gpu_uuid"] if rows else ""
-    devices = sorted({m.get("device", "") for m in report.get("measurements", [])
-                      if str(m.get("metric", "")).startswith("nvml:")} - {""})
-    print("   GPU: trainer on %s; agent measured %s" % (uuid or "?", ", ".join(devices) or "(no device in the report)"))
-    # GPM beside NVML per SeqPoint (from the report's measurements, when it lists them).
+    print_devices(rows, show, report)
+    # GPM beside NVML per SeqPoint and GPU (from the report's measurements, when it lists them).
     per_sp = collections.defaultdict(dict)
     for m in report.get("measurements", []):
         name = str(m.get("metric", ""))
         if name.startswith("nvml:"):
-            per_sp[m.get("seq_len", "?")][name.split(":", 2)[-1]] = m.get("value")
-    for sl in sorted(per_sp, key=str):
-        v = per_sp[sl]
+            per_sp[(m.get("seq_len", "?"), m.get("device") or name.split(":")[1])][name.split(":", 2)[-1]] = m.get("value")
+    for sl, device in sorted(per_sp, key=str):
+        v = per_sp[(sl, device)]
         gpm = {k: v[k] for k in ("sm_active", "tensor_active", "dram_active", "fp32_active") if k in v}
         nvml = {k: v[k] for k in ("util_gpu", "power", "sm_clock") if k in v}
-        print("   SL %s: GPM %s | NVML %s" % (sl, gpm or "(none: window < 2 s or not Hopper+)", nvml))
+        print("   SL %s on %s: GPM %s | NVML %s" % (sl, device, gpm or "(none: window < 2 s or not Hopper+)", nvml))
     # Per measured iteration: the agent's time against the trainer's own wall time of the same
-    # iteration (the marked block: ~1; zero-code: the span from the preset's first SL call to its
-    # boundary call, the library's share of the step, not the step).
+    # iteration (the marked block: ~1; zero-code with the default window=calls: from the last
+    # boundary call of the previous burst to this one's first, so the encoder's backward between
+    # the decoder's and the encoder's backward-weights calls falls outside; cudnn9-rnn:step tiles
+    # the run: the whole step, probes/README.md).
     wall = {int(r["iter"]): int(r["wall_ns"]) for r in rows}
     ratios = sorted(m["value"] / wall[m["iter"]] for m in report.get("measurements", [])
                     if m.get("metric") == "time_ns" and m.get("iter") in wall and wall[m["iter"]] > 0)

@@ -31,6 +31,11 @@ void Warn(std::string* w, const std::string& what, const Status& s) {
 
 }  // namespace
 
+NvmlCollector::NvmlCollector(NvmlOptions options, NvmlGpm::Options gpm)
+    : options_(std::move(options)),
+      gpm_options_(gpm),
+      periods_(options_.energy_periods ? options_.energy_periods : MakeNvmlEnergyPeriods()) {}
+
 Status NvmlCollector::Open(const Target& target) {
   Close();
   Result<std::unique_ptr<NvmlLibrary>> lib = NvmlLibrary::Load(options_.library);
@@ -53,9 +58,9 @@ void NvmlCollector::AddDevice(const NvmlDevice& d, std::string label, int gpu_in
   Device dev;
   dev.id = d;
   dev.label = std::move(label);
-  // The energy counter's update period, once per GPU (~250 ms of reads on an H100).
-  dev.energy_rule = EnergyWindowRule(MeasureEnergyUpdatePeriod(
-      [&] { return nvml_->TotalEnergyMillijoules(d); }, [] { return MonotonicNs(); }));
+  // The energy counter's update period: measured once per GPU and daemon, on its own thread.
+  periods_->Start(nvml_, d);
+  TakePeriod(dev);
   auto gpm = NvmlGpm::Open(nvml_.get(), d, gpu_instance, gpm_options_);
   if (gpm.ok()) {
     dev.gpm = std::move(gpm).value();
@@ -63,6 +68,14 @@ void NvmlCollector::AddDevice(const NvmlDevice& d, std::string label, int gpu_in
     dev.gpm_why_not = gpm.status().message();
   }
   devices_.push_back(std::move(dev));
+}
+
+void NvmlCollector::TakePeriod(Device& d) const {
+  if (d.energy_period_known) return;
+  if (std::optional<UpdatePeriod> p = periods_->Get(d.id.id())) {
+    d.energy_rule.set_period(std::move(*p));
+    d.energy_period_known = true;
+  }
 }
 
 void NvmlCollector::ResolveProcessGpus() {
@@ -94,6 +107,7 @@ Status NvmlCollector::Begin() {
   for (Device& d : devices_) {
     d.begin_ns = now;
     d.energy_ok = false;
+    TakePeriod(d);
     // Not read when every recent window was too short to keep its energy: ~3 ms saved a read.
     d.energy_skipped = !d.energy_rule.ReadAtBegin();
     if (!d.energy_skipped) {
@@ -182,8 +196,9 @@ void NvmlCollector::ReadDevice(Device& d, int64_t now_ns, std::vector<Sample>* o
       for (const nvmlProcessInfo_t& info : *procs) {
         if (static_cast<pid_t>(info.pid) == pid_ &&
             info.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
+          // A process's value, read on one GPU: it names that GPU (the report says which).
           out->push_back(Sample{p + ":proc_mem_used", static_cast<double>(info.usedGpuMemory),
-                                "bytes", SampleScope::kProcess, SampleKind::kGauge, ""});
+                                "bytes", SampleScope::kProcess, SampleKind::kGauge, d.label});
           break;
         }
       }
@@ -262,7 +277,10 @@ std::string NvmlCollector::Describe() const {
                        std::to_string(gpm_options_.min_window_ns / 1'000'000) + " ms or more)"
          : dev.gpm_why_not.empty() ? ""
                                    : " (" + dev.gpm_why_not + ")";
-    d += " (" + dev.energy_rule.Describe() + ")";
+    // A period measured since the last Begin is described already; Begin hands it over.
+    std::optional<UpdatePeriod> p;
+    if (!dev.energy_period_known) p = periods_->Get(dev.id.id());
+    d += " (" + (p ? EnergyWindowRule(*p).Describe() : dev.energy_rule.Describe()) + ")";
   }
   return d;
 }

@@ -8,8 +8,10 @@
 // is never measured on every GPU. Device-wide (pid 0), Target::device or every GPU.
 //
 // Energy: only over a window that spans at least 10 updates of the GPU's energy counter, whose
-// update period is measured per GPU when it is added (nvml_energy_window.h: 100 ms on an H100,
-// so windows of 1 s or more); a shorter window's energy is left out and named in warnings().
+// update period is measured once per GPU and daemon, off the event loop, from the first Open of
+// the GPU (nvml_energy_periods.h; nvml_energy_window.h: 100 ms on an H100, so windows of 1 s or
+// more); until it is known, and for a shorter window, the energy is left out and named in
+// warnings(). Open itself reads no energy counter: it returns in microseconds.
 //
 // Samples: "nvml:gpu<i>:energy" uJ, ":power" W, ":util_gpu" %, ":util_mem" %, ":sm_clock" MHz,
 // ":mem_clock" MHz, ":mem_used" bytes, ":mem_total" bytes (the capacity), ":field<id>" (unit
@@ -23,7 +25,8 @@
 // warnings(); a GPU that falls off the bus (NVML_ERROR_GPU_IS_LOST) leaves its values out; if no
 // GPU answers, End fails with NVML's reason.
 //
-// Threads: one thread drives it.
+// Threads: one thread drives it (the period measurements run on threads of their own, each
+// holding the NvmlLibrary it reads through).
 #pragma once
 
 #include <memory>
@@ -34,6 +37,7 @@
 #include "collectors/collector_config.h"
 #include "collectors/energy/energy_source.h"
 #include "collectors/gpu/gpu_process_map.h"
+#include "collectors/nvml/nvml_energy_periods.h"
 #include "collectors/nvml/nvml_energy_window.h"
 #include "collectors/nvml/nvml_gpm.h"
 #include "collectors/nvml/nvml_library.h"
@@ -42,8 +46,7 @@ namespace seqpoint::collectors {
 
 class NvmlCollector : public Collector {
  public:
-  explicit NvmlCollector(NvmlOptions options, NvmlGpm::Options gpm = {})
-      : options_(std::move(options)), gpm_options_(gpm) {}
+  explicit NvmlCollector(NvmlOptions options, NvmlGpm::Options gpm = {});
 
   std::string_view name() const override { return "nvml"; }
   Status Open(const Target& target) override;
@@ -58,15 +61,19 @@ class NvmlCollector : public Collector {
     NvmlDevice id;
     std::string label;  // Sample::device: the UUID (MIG: "<uuid>/gi<G>/ci<C>")
     WrappingCounter energy;
-    bool energy_ok = false;        // Begin read the counter
-    bool energy_skipped = false;   // Begin did not read it (EnergyWindowRule::ReadAtBegin)
-    Status energy_begin;           // Begin's read, when it failed
-    EnergyWindowRule energy_rule;  // which windows' energy is kept (nvml_energy_window.h)
-    int64_t begin_ns = -1;         // the window's start (monotonic)
-    std::optional<NvmlGpm> gpm;    // Hopper and later (nvml_gpm.h)
-    std::string gpm_why_not;       // why not, for Describe()
+    bool energy_ok = false;            // Begin read the counter
+    bool energy_skipped = false;       // Begin did not read it (EnergyWindowRule::ReadAtBegin)
+    Status energy_begin;               // Begin's read, when it failed
+    EnergyWindowRule energy_rule;      // which windows' energy is kept (nvml_energy_window.h)
+    bool energy_period_known = false;  // energy_rule has the measured period (or why none)
+    int64_t begin_ns = -1;             // the window's start (monotonic)
+    std::optional<NvmlGpm> gpm;        // Hopper and later (nvml_gpm.h)
+    std::string gpm_why_not;           // why not, for Describe()
   };
   void AddDevice(const NvmlDevice& d, std::string label, int gpu_instance);
+  // Hands the measured period to the device's rule once it is known (at Begin, so a window's
+  // Begin and End see one rule).
+  void TakePeriod(Device& d) const;
   // Process mode: the process's GPUs, if it has any now.
   void ResolveProcessGpus();
   void ReadDevice(Device& d, int64_t now_ns, std::vector<Sample>* out, Status* last_error);
@@ -75,7 +82,8 @@ class NvmlCollector : public Collector {
 
   NvmlOptions options_;
   NvmlGpm::Options gpm_options_;
-  std::unique_ptr<NvmlLibrary> nvml_;
+  std::shared_ptr<NvmlEnergyPeriods> periods_;  // options_.energy_periods, or its own
+  std::shared_ptr<NvmlLibrary> nvml_;           // shared with the period measurements
   std::vector<Device> devices_;
   std::string warnings_;
   pid_t pid_ = 0;  // > 0: process mode

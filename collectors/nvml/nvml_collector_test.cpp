@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <map>
 
 #include "common/clock.h"
@@ -40,6 +41,14 @@ std::map<std::string, Sample> ByName(const std::vector<Sample>& samples) {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+// Opens and waits for the energy counter's period, measured on its own thread (so the tests'
+// energy reads are theirs alone: the A100 double's counter moves on every read).
+Status OpenMeasured(NvmlCollector& nvml, const NvmlOptions& o, const Target& t) {
+  SEQPOINT_RETURN_IF_ERROR(nvml.Open(t));
+  if (!o.energy_periods->WaitIdle(std::chrono::seconds(30))) return Internal("still measuring");
+  return Status::Ok();
+}
+
 }  // namespace
 
 TEST_CASE("nvml: recorded A100 values through dlopen, energy as a window delta") {
@@ -49,7 +58,7 @@ TEST_CASE("nvml: recorded A100 values through dlopen, energy as a window delta")
   NvmlOptions o = Fake();
   o.field_ids = {NVML_FI_DEV_MEMORY_TEMP, 9999};
   NvmlCollector nvml(o);
-  REQUIRE(nvml.Open({0, ""}).ok());
+  REQUIRE(OpenMeasured(nvml, o, {0, ""}).ok());
   // Series carry the GPU's recorded UUID; Ampere has no GPM, and says so.
   CHECK(nvml.Describe().find("gpu0=GPU-513536b6-7d19-9063-b049-1e69664bb298") != std::string::npos);
   CHECK(nvml.Describe().find("GPM not supported on NVIDIA A100-SXM4-80GB") != std::string::npos);
@@ -102,18 +111,19 @@ TEST_CASE("nvml: absence of the library or the driver is a clean 'not present'")
   CHECK(IsAbsent(src.Open()));
 }
 
-// Energy reads the period probe makes per GPU at open on the A100 double: a first read, then one
-// per change (EnergyUpdateProbe::kProbeChanges).
-constexpr int kProbeReads = 1 + EnergyUpdateProbe::kProbeChanges;
+// Energy reads the period measurement makes per GPU on the A100 double under the frozen test
+// clock: a first read, then one per change, each a gap of 0 after the first change.
+constexpr int kProbeReads = 2 + UpdatePeriodProbe::kGaps;
 
 TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still count") {
   FakeClock clock;
   const std::string after = std::to_string(2 * kProbeReads + 2);
   FakeEnv env{{"FAKE_NVML_DEVICES", "2"}, {"FAKE_NVML_LOST_AFTER", after.c_str()}};
-  NvmlCollector nvml(Fake());
-  REQUIRE(nvml.Open({0, ""}).ok());  // the probes' reads
-  REQUIRE(nvml.Begin().ok());        // energy reads 1 and 2 after them
-  auto r = nvml.End();               // GPU 0 is lost from now on
+  const NvmlOptions o = Fake();
+  NvmlCollector nvml(o);
+  REQUIRE(OpenMeasured(nvml, o, {0, ""}).ok());  // the measurements' reads
+  REQUIRE(nvml.Begin().ok());                    // energy reads 1 and 2 after them
+  auto r = nvml.End();                           // GPU 0 is lost from now on
   REQUIRE(r.ok());
   auto v = ByName(*r);
   CHECK(v.count("nvml:gpu0:energy") == 0);
@@ -124,8 +134,9 @@ TEST_CASE("nvml: a GPU that falls off the bus is left out, the others still coun
 
   const std::string after_one = std::to_string(kProbeReads + 1);
   FakeEnv one{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_LOST_AFTER", after_one.c_str()}};
-  NvmlCollector single(Fake());
-  REQUIRE(single.Open({0, ""}).ok());
+  const NvmlOptions o1 = Fake();
+  NvmlCollector single(o1);
+  REQUIRE(OpenMeasured(single, o1, {0, ""}).ok());
   REQUIRE(single.Begin().ok());
   auto lost = single.End();
   CHECK(lost.status().code() == ErrorCode::kUnavailable);
@@ -136,8 +147,9 @@ TEST_CASE("nvml: a GPU in use by a profiler makes the reading void, marked count
   FakeClock clock;
   const std::string after = std::to_string(kProbeReads + 1);
   FakeEnv env{{"FAKE_NVML_DEVICES", "1"}, {"FAKE_NVML_IN_USE_AFTER", after.c_str()}};
-  NvmlCollector nvml(Fake());
-  REQUIRE(nvml.Open({0, ""}).ok());
+  const NvmlOptions o = Fake();
+  NvmlCollector nvml(o);
+  REQUIRE(OpenMeasured(nvml, o, {0, ""}).ok());
   REQUIRE(nvml.Begin().ok());  // energy read 1
   auto r = nvml.End();         // read 2: NVML_ERROR_IN_USE
   REQUIRE(!r.ok());

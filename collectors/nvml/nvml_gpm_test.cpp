@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <map>
 
 #include "collectors/nvml/nvml_collector.h"
@@ -187,6 +188,7 @@ TEST_CASE("nvml gpm: a process on two GPUs, one falls off the bus mid-run, the o
   o.library = SEQPOINT_FAKE_NVML_PATH;
   NvmlCollector nvml(o);
   REQUIRE(nvml.Open({8802, ""}).ok());
+  REQUIRE(o.energy_periods->WaitIdle(std::chrono::seconds(30)));  // energy from the first window
   Double fake;
   fake.set_time(30'000 * kMs);
   fake.set_activity(0.5, 0, 0, 0, 0);

@@ -7,7 +7,9 @@
 // IRQ_ISSUE -> Unavailable (the device fell off the bus or cannot answer now), NO_PERMISSION ->
 // PermissionDenied; the text is NVML's own nvmlErrorString.
 //
-// Threads: NVML is thread-safe; a NvmlLibrary is used by one thread. nvmlInit/nvmlShutdown are
+// Threads: NVML is thread-safe and the reads here are const: a collector's thread and the
+// measurement of its GPUs' energy-counter periods (nvml_energy_periods.h) read through one
+// NvmlLibrary, held by a shared_ptr until both are done. nvmlInit/nvmlShutdown are
 // reference-counted by NVML, so a collector and an energy source may each hold one.
 #pragma once
 

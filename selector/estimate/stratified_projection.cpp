@@ -136,6 +136,7 @@ struct Estimate {
   MetricProjection p;
   uint32_t borrowed = 0;
   uint64_t first_sampled = 0;
+  double population = 0;  // iterations the projection stands for
 };
 
 // The projection over the strata `in` accepts, leaving out jackknife group `skip` (-1: none).
@@ -314,6 +315,7 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
   for (size_t c = 0; c < m.cells.size(); ++c) {
     const MCell& k = m.cells[c];
     if (!in(k.h) || !(k.n > 0) || k.b >= B) continue;
+    out.population += k.n;
     if (cs[c].n > 0) {
       const double R = cs[c].sa > 0 ? cs[c].sy / cs[c].sa : 0;
       cell_ratio[c] = R;
@@ -386,6 +388,7 @@ Estimate Project(const MetricData& m, Pred in, int skip) {
     var += f_var_unknown;
   }
   out.p.samples = static_cast<uint64_t>(n_all + fs.n);
+  out.population += f_n;
   out.p.dof = dof;
   const double half = TQuantile95(dof) * std::sqrt(std::max(0.0, var));
   out.p.low = out.p.total - half;
@@ -412,6 +415,40 @@ void Widen(const MetricData& m, Pred in, MetricProjection* p) {
     p->high = p->total + jk_half;
     p->dof = std::min(p->dof, G - 1);
   }
+}
+
+// A count's unseen tail. Bursts (context switches: 68-193 in a few iterations where the median
+// is 16-18) that no sample caught leave the samples looking normal and the projection low, with
+// an interval that does not hold (6 of 67 windows of real runs, -13% to -27%). By the rule of
+// three, up to 3/n of the iterations nobody measured may lie beyond everything n samples saw; the
+// high end makes room for that share of the unmeasured iterations reading as far above the
+// typical sample as the highest one did. An assumption, not a bound: a tail heavier than any
+// sample shows is still missed (2 of those 67 windows). Counts only (counters against time, not
+// gauges), upward only (a burst adds; a count cannot go below 0).
+constexpr double kRuleOfThree = 3;
+
+void AddUnseenTail(const Estimate& e, double excess, MetricProjection* p) {
+  const double n = static_cast<double>(e.p.samples);
+  if (!(n > 0) || !(e.population > n) || !(excess > 0) || !(p->total > 0)) return;
+  const double share = std::min(1.0, kRuleOfThree / n) * (1 - n / e.population);
+  p->high += share * excess * p->total;
+}
+
+// How far above the typical sample the highest one read, per unit of the auxiliary: the
+// highest rate over the median rate, less 1. Against the typical iteration, not the two-way
+// model, whose cell ratio the highest sample itself pulls up. (Against each SL bin's median
+// instead: 64 of 67 windows covered, not 65, and no narrower on the live runs.)
+double HighestExcess(const MetricData& m) {
+  std::vector<double> u;
+  for (const MCell& c : m.cells) {
+    for (const Obs& o : c.obs) u.push_back(o.y / o.a);
+  }
+  if (u.size() < 2) return 0;
+  const auto mid = u.begin() + static_cast<std::ptrdiff_t>(u.size() / 2);
+  std::nth_element(u.begin(), mid, u.end());
+  const double median = *mid;
+  const double top = *std::max_element(u.begin(), u.end());
+  return median > 0 ? top / median - 1 : 0;
 }
 
 }  // namespace
@@ -441,7 +478,8 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
   out.whole = w.p;
   out.borrowed = w.borrowed;
   out.first_sampled = w.first_sampled;
-  out.steady = Project(m, steady, -1).p;
+  const Estimate st = Project(m, steady, -1);
+  out.steady = st.p;
   if (out.whole.samples == 0)
     return InvalidArgument("no measured iteration has a usable time or cost");
   Widen(m, whole, &out.whole);
@@ -457,6 +495,11 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
       const double gap = std::fabs(p->total - alt);
       p->low = std::min(p->low, p->total - gap);
       p->high = std::max(p->high, p->total + gap);
+    }
+    if (nonnegative) {
+      const double excess = HighestExcess(m);
+      AddUnseenTail(w, excess, &out.whole);
+      AddUnseenTail(st, excess, &out.steady);
     }
   } else {
     const MetricData win = File(f, true, samples, aux);

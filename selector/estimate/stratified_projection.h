@@ -12,7 +12,8 @@
 // kind (warm-up or not), counted as borrowed. Optionally (ProjectionFrame) each SL's first
 // occurrence is its own post-stratum (a first iteration pays for allocations). Intervals: Student t
 // on the ratio estimators' residuals, pooled relatively (CV^2) across cells, plus what a borrowed,
-// modelled or extrapolated estimate stands on; the wider of that and a jackknife in time. A metric
+// modelled or extrapolated estimate stands on; the wider of that and a jackknife in time; for a
+// count against time, a high end with room for bursts no sample caught (the unseen tail). A metric
 // is reported unbounded (high = +inf) when its samples cannot bound it: fewer than three non-zero
 // values, one value over half of the sum, or fewer than kMinBoundedDof degrees of freedom.
 //

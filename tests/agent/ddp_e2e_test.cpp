@@ -6,7 +6,9 @@
 // with the ranks' own measurements: the step time (first rank's begin to last rank's end, from
 // each rank's CLOCK_MONOTONIC stamps) and the CPU time summed over the ranks against
 // perf:task-clock. Needs root (eBPF), python3-torch and the build's seqpoint_probe library.
+#include <dlfcn.h>
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,6 +240,105 @@ TEST_CASE("agent ddp e2e: a rank that dies mid-run: the run goes on with the res
   CHECK_MESSAGE(
       log.find("in the middle of an iteration; the run goes on with 1 rank") != std::string::npos,
       log);
+}
+
+// Issue 19: the run above once closed with 88 steps where its survivor ran 200. The daemon's
+// idle check (every 5 s) found the survivor gone from /proc before the source had reported its
+// exit, and closed the run there, while the survivor's last end records still waited in the
+// kernel (records of iterations without begin hooks are batched: read at
+// probes.poll_interval_ms, or when the process's exit is reported): they came after the run had
+// closed and were dropped as a stray pid's. On a loaded node both conditions are common: an
+// exit event wakes the daemon only when nothing else waits in discovery's ring, and any
+// process's library load queues a record there that does not wake it; a daemon starved of CPU
+// then runs its due timers, the idle check among them, before its next poll. This test makes
+// that order certain: every record batched (warm-up: no begin hooks), the iteration ring read
+// once a minute and discovery every 10 minutes, a library load (this process's dlopen) queued
+// before the survivor exits, and the daemon stopped (SIGSTOP) from before that exit until its
+// idle check is due. Every step must still be in the run, and the rank's crash said.
+namespace {
+
+// Loads and unloads a library this process has not loaded: the dynamic linker's hook queues a
+// discovery record that does not wake the daemon (probes/discovery/process_watch.bpf.c).
+bool QueueLibraryLoad() {
+  for (const char* name : {"libresolv.so.2", "libanl.so.1", "libutil.so.1", "libbz2.so.1.0",
+                           "libz.so.1", "libcrypt.so.1"}) {
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {  // loaded already: no change
+      dlclose(h);
+      continue;
+    }
+    if (void* h = dlopen(name, RTLD_NOW)) {
+      dlclose(h);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("agent ddp e2e: a run whose processes' exits are seen late closes with every step") {
+  if (!CanRun()) return;
+  if (access(UsdtWorkload().c_str(), X_OK) != 0) {
+    MESSAGE("skipped: usdt_workload is not built");
+    return;
+  }
+  TempDir dir;
+  const std::string key = "ddp-e2e-late-exit-" + std::to_string(getpid());
+  const std::string out = dir.File("survivor.out");
+  // Both ranks wait for a line before their first iteration; the survivor prints "done" after
+  // its last and exits at the next line (--hold). Started before the daemon, they are found by
+  // its first scan of /proc, not by a timed poll of discovery.
+  TrainingChild a(
+      key, {"/bin/sh", "-c",
+            "exec '" + UsdtWorkload() +
+                "' --wait --hold --iters 200 --work-us 5000 --seq-lens 8,16,32 > '" + out + "'"});
+  TrainingChild b(key,
+                  {UsdtWorkload(), "--wait", "--iters", "80", "--work-us", "5000", "--seq-lens",
+                   "8,16,32", "--exit-mid"},
+                  QuietStdout());
+  // Both are the workload (the shell has exec'd the survivor) when the daemon scans /proc.
+  const auto is_workload = [](pid_t pid) {
+    return ReadFile("/proc/" + std::to_string(pid) + "/comm") == "usdt_workload\n";
+  };
+  REQUIRE(WaitFor([&] { return is_workload(a.pid()) && is_workload(b.pid()); }));
+  const std::string config =
+      dir.Write("seqpointd.toml", "[runs]\nonly_key = \"" + key +
+                                      "\"\nwarmup_iterations = 1000000\n[probes]\n"
+                                      "poll_interval_ms = 60000\ndiscover_interval_ms = 600000\n");
+  Seqpointd d(dir, {"--config", config}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  REQUIRE_MESSAGE(WaitFor([&] {
+                    json s = d.Show(key);
+                    return s.is_object() && s.contains("ranks") && s["ranks"]["ranks"].size() == 2;
+                  }),
+                  d.Log());
+  a.SendLine();
+  b.SendLine();
+  b.Wait();
+  // The rank's exit is read (its records and the survivor's so far with it) while the survivor
+  // still runs: its later iterations wait in the kernel, batched.
+  const char* goes_on = "in the middle of an iteration; the run goes on with 1 rank";
+  REQUIRE_MESSAGE(WaitFor([&] { return d.Log().find(goes_on) != std::string::npos; }), d.Log());
+  REQUIRE(WaitFor([&] { return ReadFile(out).find("done") != std::string::npos; }));
+  usleep(100'000);  // the daemon waits in its loop
+  d.Signal(SIGSTOP);
+  const bool queued = QueueLibraryLoad();
+  a.SendLine();
+  a.Wait();           // reaped: gone from /proc before the daemon reads its exit
+  usleep(5'500'000);  // the idle check is due
+  d.Signal(SIGCONT);
+  REQUIRE_MESSAGE(queued, "no library to load here");
+  json run = d.ClosedRun(key);
+  REQUIRE_MESSAGE(!run.is_null(), d.Log());
+  MESSAGE("closed with " << run["iterations"] << " steps, " << run["unobserved"]
+                         << " unobserved, state " << run["state"]);
+  CHECK_MESSAGE(run["iterations"].get<uint64_t>() >= 200, std::string(run.dump() + "\n" + d.Log()));
+  CHECK(run["iterations"].get<uint64_t>() <= 201);
+  CHECK(run["state"] == "crashed");
+  const std::string log = d.Log();
+  CHECK_MESSAGE(log.find(goes_on) != std::string::npos, log);
+  // No record of the run's processes came after they were taken for gone.
+  CHECK(SumOf(d.Metrics(), "seqpoint_source_unannounced_events_total") == 0);
 }
 
 // Step energy (issue: a DDP run's energy came out k times too low, and each rank's GPU reading

@@ -142,8 +142,8 @@ TEST_CASE("downgrade: a database from a newer, incompatible seqpointd is moved a
   if (access(Fixture().c_str(), R_OK) != 0) return;
   TempDir dir;
   DaemonConfig cfg =
-      StateFrom(dir, {"INSERT OR REPLACE INTO meta VALUES('oldest_compatible_schema', 9)",
-                      "PRAGMA user_version = 9"});
+      StateFrom(dir, {"INSERT OR REPLACE INTO meta VALUES('oldest_compatible_schema', 99)",
+                      "PRAGMA user_version = 99"});
   DaemonHarness h;
   REQUIRE(h.Start(cfg, ReplayParts(1)).ok());
   ControlRequest r;

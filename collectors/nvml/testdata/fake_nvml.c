@@ -32,6 +32,7 @@
  *   FAKE_NVML_HOPPER=<index>   that GPU reads as a Hopper (GPM under the fixture's MIG layout)
  *   FAKE_NVML_ENERGY_REPLAY=<csv> every GPU's energy counter replays a real recording in real
  *                              time (fake_nvml_energy.c: the H100's 100 ms update steps)
+ *   FAKE_NVML_ENERGY_READ_US=<n> every energy read sleeps n us first (an H100's took 2.4-64 ms)
  * Test controls (dlsym on the same handle): fake_nvml_set_time_ns(t), fake_nvml_set_lost(i, 0|1)
  * (a GPU falls off the bus mid-run, or comes back), fake_nvml_set_activity(...) and
  * fake_nvml_last_mig_gi() (fake_nvml_gpm.c). The per-device reads are in fake_nvml_reads.c.
@@ -51,6 +52,7 @@ unsigned long long g_fake_now_ns = 1000000000ull;
 long g_fake_lost_after = -1;
 long g_fake_in_use_after = -1;
 long g_fake_energy_reads = 0;
+long g_fake_energy_read_us = 0;
 
 static long EnvLong(const char* name, long fallback) {
   const char* v = getenv(name);
@@ -110,6 +112,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   g_fake_lost_after = EnvLong("FAKE_NVML_LOST_AFTER", -1);
   g_fake_in_use_after = EnvLong("FAKE_NVML_IN_USE_AFTER", -1);
   g_fake_energy_reads = 0;
+  g_fake_energy_read_us = EnvLong("FAKE_NVML_ENERGY_READ_US", 0);
   fake_energy_init();
   return NVML_SUCCESS;
 }

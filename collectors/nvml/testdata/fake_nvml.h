@@ -46,6 +46,7 @@ extern int g_fake_refs;
 extern unsigned long long g_fake_now_ns; /* the clock the test drives */
 /* FAKE_NVML_LOST_AFTER / FAKE_NVML_IN_USE_AFTER (-1: never) and the energy reads so far. */
 extern long g_fake_lost_after, g_fake_in_use_after, g_fake_energy_reads;
+extern long g_fake_energy_read_us; /* FAKE_NVML_ENERGY_READ_US: each energy read sleeps this long */
 
 /* NVML_SUCCESS, or why a call on d fails (uninitialised, no handle, lost). */
 nvmlReturn_t fake_check(nvmlDevice_t d);

@@ -2,6 +2,7 @@
  * plain reads NvmlLibrary requires, and the compute processes. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "collectors/nvml/testdata/fake_nvml.h"
 
@@ -65,13 +66,18 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned in
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) {
   nvmlReturn_t r = fake_check(d);
   if (r != NVML_SUCCESS) return r;
-  if (g_fake_lost_after >= 0 && g_fake_energy_reads >= g_fake_lost_after && d->index == 0) {
+  /* Atomic: the agent measures each GPU's energy-counter period on a thread of its own. */
+  const long reads = __atomic_load_n(&g_fake_energy_reads, __ATOMIC_SEQ_CST);
+  if (g_fake_lost_after >= 0 && reads >= g_fake_lost_after && d->index == 0) {
     d->lost = 1; /* fell off the bus: every later call on it fails */
     return NVML_ERROR_GPU_IS_LOST;
   }
-  if (g_fake_in_use_after >= 0 && g_fake_energy_reads >= g_fake_in_use_after)
-    return NVML_ERROR_IN_USE;
-  ++g_fake_energy_reads;
+  if (g_fake_in_use_after >= 0 && reads >= g_fake_in_use_after) return NVML_ERROR_IN_USE;
+  __atomic_add_fetch(&g_fake_energy_reads, 1, __ATOMIC_SEQ_CST);
+  if (g_fake_energy_read_us > 0) {
+    struct timespec ts = {g_fake_energy_read_us / 1000000, (g_fake_energy_read_us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+  }
   *mj = fake_energy_read(d); /* fake_nvml_energy.c */
   return NVML_SUCCESS;
 }
