@@ -5,6 +5,7 @@ buys, on recorded real PyTorch runs.
 
 Usage: bench/budget_share.py [--replay build/bench/budget_share_replay] [--true-numbers DIR ...]
                              [--settings 0,0.05,0.02,0.01] [--seeds 2] [--quick] [--json OUT]
+                             [--hold thin|defer] [--lengths 1000,10000]
 
 Every run goes through build/bench/budget_share_replay: seqpointd's online selector with its
 defaults (4,096 in all, 16 per doubling, one chosen iteration in 4 a time-only control) and the
@@ -67,18 +68,19 @@ def true_numbers_traces(dirs, out_dir):
     return paths
 
 
-def replay(exe, trace, length, seed, setting, cost, calm, knobs):
+def replay(exe, trace, length, seed, setting, cost, calm, knobs, hold="thin"):
     target = setting if knobs in ("both", "target") else 0
     overhead = setting if knobs in ("both", "overhead") else 0
     out = subprocess.run([exe, trace, "--length", str(length), "--seed", str(seed),
                           "--target-error", str(target), "--max-overhead", str(overhead),
-                          "--cost", str(cost), "--calm", str(calm)],
+                          "--cost", str(cost), "--calm", str(calm), "--hold", hold],
                          check=True, capture_output=True, text=True).stdout
     d = json.loads(out)
     m = d["metrics"]
     cpu = next((c for c in CPU if c in m), None)
     return {"trace": os.path.basename(trace), "length": d["iterations"], "seed": seed,
             "setting": setting, "measured": d["measured"], "over_budget": d["over_budget"],
+            "backstop": d["backstop"], "time_reliable": m["time_ns"]["reliable"],
             "share": d["measured"] / d["iterations"], "half_width": d["stratum_half_width"],
             "time_err": m["time_ns"]["error_pct"], "time_cov": m["time_ns"]["covered"],
             "cpu_err": m[cpu]["error_pct"] if cpu else None,
@@ -113,6 +115,12 @@ def main():
     ap.add_argument("--knobs", choices=("both", "target", "overhead"), default="both",
                     help="which of runs.target_error, runs.max_overhead each setting sets "
                          "(the other 0)")
+    ap.add_argument("--hold", choices=("thin", "defer"), default="thin",
+                    help="what max_overhead does with a pick it cannot pay for: thin "
+                         "(seqpointd's) or defer (the earlier design: the bin's next candidate "
+                         "taken later instead), to compare the two")
+    ap.add_argument("--lengths", default="",
+                    help="comma-separated run lengths (default 10^3 .. 10^6; --quick: .. 10^5)")
     ap.add_argument("--quick", action="store_true", help="runs of 10^3 .. 10^5 only, one seed")
     ap.add_argument("--json", help="also write every run's row here")
     args = ap.parse_args()
@@ -123,20 +131,23 @@ def main():
     if settings[0] != 0:
         settings.insert(0, 0.0)  # the baseline every setting is compared with, run by run
     lengths = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6])
+    if args.lengths:
+        lengths = [int(float(n)) for n in args.lengths.split(",")]
     seeds = range(1, 2 if args.quick else args.seeds + 1)
     with tempfile.TemporaryDirectory(prefix="budget_share.") as tmp:
         traces = sorted(glob.glob(os.path.join(ROOT, "tests/data/online/*.csv")) +
                         glob.glob(os.path.join(ROOT, "tests/data/agent/*.csv")))
         traces += true_numbers_traces(args.true_numbers, tmp)
-        rows = [replay(args.replay, t, n, s, setting, args.cost, args.calm, args.knobs)
+        rows = [replay(args.replay, t, n, s, setting, args.cost, args.calm, args.knobs,
+                       args.hold)
                 for n in lengths for setting in settings for t in traces for s in seeds]
     print(f"{len(traces)} recorded runs x {len(seeds)} seeds per length; cost of a measured "
           f"iteration {args.cost:g} x the mean iteration time; noise x {args.calm:g}; "
-          f"setting applied to {args.knobs}")
+          f"setting applied to {args.knobs}; picks over max_overhead: {args.hold}")
     knob = {"both": "target_error = max_overhead", "target": "target_error",
             "overhead": "max_overhead"}[args.knobs]
     print(f"| iterations | {knob} | measured share median (max) | "
-          "held back by overhead | time |err| (vs 0 ± noise) | time covered | "
+          "held back by overhead (by the backstop) | time |err| (vs 0 ± noise) | time covered | "
           "cpu |err| (vs 0 ± noise) | cpu covered |")
     print("|---|---|---|---|---|---|---|---|")
     for n in lengths:
@@ -146,7 +157,8 @@ def main():
             shares = [r["share"] for r in cell]
             cpu = [r for r in cell if r["cpu_cov"] is not None]
             print(f"| {n:,} | {setting:g} | {100 * statistics.median(shares):.3f}% "
-                  f"({100 * max(shares):.3f}%) | {sum(r['over_budget'] for r in cell)} | "
+                  f"({100 * max(shares):.3f}%) | {sum(r['over_budget'] for r in cell)} "
+                  f"({sum(r['backstop'] for r in cell)}) | "
                   f"{paired(cell, base, 'time_err')} | "
                   f"{sum(r['time_cov'] for r in cell)}/{len(cell)} | "
                   f"{paired(cell, base, 'cpu_err')} | "

@@ -6,6 +6,7 @@
 //
 // Usage: budget_share_replay TRACE [--length N] [--seed S] [--target-error E]
 //                            [--max-overhead O] [--cost F] [--per-doubling K] [--budget B]
+//                            [--hold thin|defer]
 //   --length N   a run of N iterations built from TRACE (default: TRACE as it is): its first
 //                --keep rows (the warm-up) as they are, then blocks of 64 rows, block j drawn
 //                from the source blocks within +-4 of j's place scaled to the source's length
@@ -18,6 +19,10 @@
 //                dropped), known from the run's start (the cap binds as early as it can)
 //   --calm F     every value moved to F of its distance from its SL's mean (each metric): the
 //                same run, steadier (F = 0.1: a tenth of its noise), as fixed-shape GPU runs are
+//   --hold thin|defer   what max_overhead does with a pick it cannot pay for: thin (seqpointd's:
+//                skipped, counted as taken) or defer (the earlier design, kept for comparison:
+//                the pick's want kept, so the bin's next candidate is taken once the run's time
+//                pays for it; replayed here as an iteration that cannot be measured)
 // Prints one JSON object: iterations, measured, controls, over_budget, and per metric the
 // projection, its interval, the actual total, error and coverage, reliability.
 #include <algorithm>
@@ -49,6 +54,7 @@ struct Args {
   uint32_t per_doubling = 16;
   uint64_t budget = 4096;
   uint32_t control_every = 4;
+  bool defer = false;
 };
 
 std::string Num(double v) {
@@ -84,6 +90,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->budget = std::stoull(v);
     else if (k == "--control-every")
       a->control_every = static_cast<uint32_t>(std::stoul(v));
+    else if (k == "--hold" && (std::strcmp(v, "thin") == 0 || std::strcmp(v, "defer") == 0))
+      a->defer = std::strcmp(v, "defer") == 0;
     else
       return false;
   }
@@ -148,7 +156,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: budget_share_replay TRACE [--length N] [--seed S] [--keep ROWS] "
                  "[--target-error E] [--max-overhead O] [--cost F] [--per-doubling K] "
-                 "[--budget B] [--control-every C] [--calm F]\n");
+                 "[--budget B] [--control-every C] [--calm F] [--hold thin|defer]\n");
     return 2;
   }
   auto trace = LoadTrace(a.trace);
@@ -178,10 +186,12 @@ int main(int argc, char** argv) {
   o.per_doubling = a.per_doubling;
   o.warmup = 0;
   o.target_rel_error = a.target_error;
-  o.max_overhead = a.max_overhead;
+  o.max_overhead = a.defer ? 0 : a.max_overhead;  // defer: the cap is kept here, not inside
   auto sel = OnlineSelector::Create(o);
   if (!sel.ok()) return 1;
-  sel->set_measurement_cost(a.cost * mean_time);
+  const double cost = a.cost * mean_time;
+  sel->set_measurement_cost(cost);
+  double run_time = 0;
 
   WholeRunInput in;
   in.strata = &sel->strata();
@@ -191,9 +201,16 @@ int main(int argc, char** argv) {
   for (size_t ordinal = 0; ordinal < rows.size(); ++ordinal) {
     const size_t r = rows[ordinal];
     const uint32_t batch = t.batch.empty() ? 0 : t.batch[r];
-    const Decision d = sel->OnIteration(ordinal, t.seq_len[r], batch,
-                                        t.tokens.empty() ? 0.0 : static_cast<double>(t.tokens[r]));
+    // Deferring, as the selector did before thinning: over the budget, a candidate is lost
+    // and its want kept (the selector's path for an iteration that cannot be measured).
+    const uint64_t m = sel->measured();
+    const bool spent = a.defer && a.max_overhead > 0 && m >= o.overhead_floor &&
+                       static_cast<double>(m + 1) * cost > a.max_overhead * run_time;
+    const Decision d =
+        sel->OnIteration(ordinal, t.seq_len[r], batch,
+                         t.tokens.empty() ? 0.0 : static_cast<double>(t.tokens[r]), !spent);
     sel->OnTime(ordinal, t.seq_len[r], batch, times[r]);
+    run_time += times[r];
     for (size_t k = 0; k < actual.size(); ++k) actual[k] += t.metrics[k][r];
     if (!d.measure) continue;
     // One chosen iteration in control_every is an observer-effect control: timed, no counters.
@@ -220,9 +237,10 @@ int main(int argc, char** argv) {
   (void)sel->StratumPreciseEnough(&half_width);
   std::printf(
       "{\"trace\": \"%s\", \"iterations\": %zu, \"measured\": %zu, \"controls\": %llu, "
-      "\"over_budget\": %llu, \"stratum_half_width\": %s, \"metrics\": {",
+      "\"over_budget\": %llu, \"backstop\": %llu, \"stratum_half_width\": %s, \"metrics\": {",
       a.trace.c_str(), rows.size(), in.measured.size(), static_cast<unsigned long long>(controls),
-      static_cast<unsigned long long>(sel->over_budget()), Num(half_width).c_str());
+      static_cast<unsigned long long>(a.defer ? sel->missed() : sel->over_budget()),
+      static_cast<unsigned long long>(sel->backstopped()), Num(half_width).c_str());
   bool first = true;
   for (const WholeRunProjection& p : e.projections) {
     double act = 0;

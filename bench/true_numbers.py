@@ -134,6 +134,17 @@ class Daemon:
         "steal_flagged": 'seqpoint_probe_counting_windows_total{outcome="steal_flagged"}',
     }
 
+    def metrics_text(self):
+        """The daemon's whole /metrics now ("" when unreadable): kept beside each run's files so
+        a flagged window's reason (seqpoint_probe_counting_windows_total by outcome, the probes'
+        own stats) can be read afterwards."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port,
+                                        timeout=5) as r:
+                return r.read().decode()
+        except (OSError, ValueError):
+            return ""
+
     def counts(self):
         """The daemon's counts since it started ({name: int} of SERIES; None when unreadable):
         windows the probes sent with a counter left out, and with steal subtracted / left out
@@ -476,6 +487,8 @@ def main():
                      if None not in (before, after) else None)
             pf = delta["probe_flagged"] if delta else None
             steal = (delta["steal_subtracted"], delta["steal_flagged"]) if delta else None
+            with open(os.path.join(out, name + ".metrics.txt"), "w") as f:
+                f.write(d.metrics_text())
             with open(os.path.join(out, name + ".show.json"), "w") as f:
                 json.dump({"run": run, "show": show, "probe_flagged": pf}, f, indent=1)
             stored = stored_measurements(d.state, key)

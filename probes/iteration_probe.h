@@ -352,6 +352,11 @@ enum sp_stat {
   SP_STAT_COUNTER_STOLEN, /* of them, left out: too much stolen (SP_COUNTERS_STOLEN) */
   SP_STAT_COUNTER_STEAL_STALE, /* counter windows with a CPU's steal read from its run queue's
                                   copy (SP_STEAL_STALE): KVM's record absent or failing its check */
+  SP_STAT_COUNTER_UNSEEN_ON_CPU, /* probes that saw a thread of the process on a CPU with no
+                                    switch-in noted (SP_COUNTERS_UNCOUNTED_THREAD) */
+  SP_STAT_COUNTER_UNSEEN_SELF,   /* probes whose own thread had no switch-in noted (likewise) */
+  SP_STAT_COUNTER_UNKNOWN_RUN,   /* windows holding a run of unknown length or a thread left out
+                                    of a full table (likewise) */
   SP_STAT_COUNT,
 };
 

@@ -148,6 +148,12 @@ int IterationProbes::OnRecord(void* ctx, void* data, size_t size) {
     ++self->stats_.stale;
     return 0;
   }
+  // A record a probe of a live process made as it was being detached (DetachPid), read after.
+  if (!self->closing_.empty() && self->closing_.count(static_cast<int>(record.pid)) != 0 &&
+      self->attached_.count(static_cast<int>(record.pid)) == 0) {
+    ++self->stats_.stale;
+    return 0;
+  }
   if (!self->handover_.empty() && self->HandedOverTwice(record)) {
     ++self->stats_.handed_over_twice;
     return 0;
@@ -205,6 +211,12 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
     return NotFound(why);
   }
   bool fresh = it == attached_.end();
+  if (fresh && closing_.count(pid) != 0) {
+    // Detached moments ago (the same process switched to USDT, or the pid reused): its old links
+    // must be gone before the pid is registered again, or they would record it twice.
+    reaper_->WaitFor(pid);
+    SweepClosed();
+  }
   if (fresh) {
     it = attached_.emplace(pid, Attachment{targets.identity, targets.exe, {}, {}, -1}).first;
   }
@@ -213,6 +225,9 @@ Result<int> IterationProbes::AttachTargets(const ProcessTargets& targets) {
   Status first_error;
   // Targets come in the configured order: the first zero-code probe found is the preferred.
   int slot = att.zero_code_slot;
+  // No link is destroyed meanwhile: libbpf's USDT bookkeeping is shared with the destroy, and
+  // PinNewLinks tells our new links by their fd numbers, which a close could hand out again.
+  const LinkReaper::AttachGuard attaching = reaper_->Attaching();
   for (const AttachTarget& t : targets.targets) {
     std::string key = t.Key();
     const std::set<int> links_before = pins_ ? OpenLinkFds() : std::set<int>{};
@@ -301,18 +316,36 @@ void IterationProbes::DetachPid(int pid) {
   // one cannot produce ends without begins.
   bpf_map_delete_elem(skel_->pids_fd(), &pid);
   if (pins_) pins_->RemovePid(pid, it->second.identity.start_time);  // detached as fds close
-  it->second.links.clear();
   ReadRing();  // deliver what it queued before
   counters_->Disarm(pid);
   FlushOpenIterations(pid);
+  // Its links are closed off this thread: each close waits for the kernel to unregister a uprobe
+  // (~100 ms). Meanwhile they cannot record anything: a process that exited runs no code (and
+  // its links are bound to its task, so a new process given the same pid is not traced by them),
+  // and the probes ignore an unregistered pid. A probe of a live process that passed that check
+  // just before the unregistration may still record an iteration: closing_ drops such records,
+  // and SweepClosed forgets what it left once the links are closed.
+  std::vector<LinkPtr> links;
+  for (auto& [key, link] : it->second.links) links.push_back(std::move(link));
   attached_.erase(it);
+  closing_.insert(pid);
+  reaper_->Add(pid, std::move(links));
 }
 
 void IterationProbes::DetachAll() {
   while (!attached_.empty()) DetachPid(attached_.begin()->first);
+  reaper_->Drain();
+  SweepClosed();
 }
 
-void IterationProbes::FlushOpenIterations(int pid) {
+void IterationProbes::SweepClosed() {
+  for (int pid : reaper_->TakeClosed()) {
+    if (closing_.erase(pid) == 0 || attached_.count(pid) != 0) continue;
+    FlushOpenIterations(pid, /*deliver=*/false);  // late leftovers of a live process, if any
+  }
+}
+
+void IterationProbes::FlushOpenIterations(int pid, bool deliver) {
   const uint32_t upid = static_cast<uint32_t>(pid);
   int fd = skel_->inflight_fd();
   for (const sp_inflight_key& key :
@@ -320,6 +353,7 @@ void IterationProbes::FlushOpenIterations(int pid) {
     sp_inflight open{};
     if (bpf_map_lookup_elem(fd, &key, &open) != 0) continue;
     bpf_map_delete_elem(fd, &key);
+    if (!deliver) continue;
     IterationEvent e;
     e.pid = upid;
     e.tid = open.tid;
@@ -335,7 +369,7 @@ void IterationProbes::FlushOpenIterations(int pid) {
   for (const sp_zero_code_key& key :
        KeysWhere<sp_zero_code_key>(fd, [&](const sp_zero_code_key& k) { return k.pid == upid; })) {
     sp_zero_code_state st{};
-    if (bpf_map_lookup_elem(fd, &key, &st) == 0 && st.calls > 0) {
+    if (deliver && bpf_map_lookup_elem(fd, &key, &st) == 0 && st.calls > 0) {
       IterationEvent e;
       e.pid = upid;
       e.iter = st.iter;
@@ -493,6 +527,7 @@ Result<int> IterationProbes::Poll(int timeout_ms) {
   if (!woken.ok()) return woken.status();
   // Records submitted without a wakeup are there too; take them all now.
   int rest = ReadRing();  // unpinned, it commits too
+  if (!closing_.empty()) SweepClosed();
   if (pins_ && ring_->uncommitted() > ring_->size() / 2) {
     // The owner saves less often than the ring fills: losing records now would be worse than
     // a restart being given fewer of them again.

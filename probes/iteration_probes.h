@@ -45,6 +45,7 @@
 #include "probes/discovery/target_finder.h"
 #include "probes/iteration_probe.h"
 #include "probes/iteration_probe_skeleton.h"
+#include "probes/link_reaper.h"
 #include "probes/probe_counters.h"
 #include "probes/probe_pins.h"
 #include "probes/ring_reader.h"
@@ -136,7 +137,8 @@ struct IterationProbeStats {
   uint64_t received = 0;                         // records consumed
   uint64_t malformed = 0;  // records of an unexpected size (a bug: never expected)
   uint64_t exited_mid_iteration = 0;
-  uint64_t stale = 0;              // pinned: records of processes no longer attached (dropped)
+  uint64_t stale = 0;  // records of processes no longer attached, dropped (pinned: delivered
+                       // before a restart; or made as a live process was being detached)
   uint64_t handed_over_twice = 0;  // pinned: ends both generations saw at a hand-over (one kept)
   uint64_t forced_commits = 0;     // pinned: commits made because the ring was half full
   uint64_t pin_failures = 0;       // pinned: attachments whose links could not be pinned
@@ -166,7 +168,10 @@ class IterationProbes {
   // The same, with targets found by the caller (ProcessDiscovery).
   Result<int> AttachTargets(const ProcessTargets& targets);
   // Detaches, delivers the records still queued, then reports iterations left open as EXITED.
+  // Returns without waiting for the kernel to unregister the process's uprobes (~100 ms a link):
+  // its links are closed on a worker thread (LinkReaper); the probes ignore it from the start.
   void DetachPid(int pid);
+  // The same for every process; returns once all their links are closed.
   void DetachAll();
   bool IsAttached(int pid) const { return attached_.count(pid) > 0; }
   std::vector<int> AttachedPids() const;
@@ -216,6 +221,10 @@ class IterationProbes {
   // The totals only (per_pid empty): for callers that read them often (every /metrics scrape).
   IterationProbeStats totals() const;
   static constexpr size_t kGonePidsKept = 64;
+  // Links closed off the owner's thread so far, and what they took.
+  LinkReaper::Stats detach_stats() const { return reaper_->stats(); }
+  // The links of `pid` detached and not closed yet.
+  bool Closing(int pid) const { return reaper_->Pending(pid); }
   const IterationProbesOptions& options() const { return options_; }
 
   // Pinning. A process a previous owner left pinned: adopted (attached through its old links)
@@ -254,7 +263,10 @@ class IterationProbes {
   IterationProbes(IterationProbesOptions options, ProbeEventSink* sink);
   static int OnRecord(void* self, void* data, size_t size);
   void Deliver(const IterationEvent& event);
-  void FlushOpenIterations(int pid);
+  // Delivers the iterations `pid` left open as EXITED (deliver false: only forgets them).
+  void FlushOpenIterations(int pid, bool deliver = true);
+  // Forgets what processes detached since left behind once their links closed (SweepClosed).
+  void SweepClosed();
   void ReadPidCounters(int pid, PidProbeStats* out) const;
   int ReadRing();  // delivers every unread record (of older generations first)
   // Pinning (iteration_probes_pins.cpp).
@@ -278,6 +290,9 @@ class IterationProbes {
   std::map<int, Attachment> attached_;
   std::vector<SweptInstance> swept_;
   std::unique_ptr<ProbeCounters> counters_;  // after skel_: destroyed before it
+  // Closes detached processes' links off this thread; after skel_: joined before it is freed.
+  std::unique_ptr<LinkReaper> reaper_ = std::make_unique<LinkReaper>();
+  std::set<int> closing_;  // detached, links not closed yet: their late records are dropped
   IterationProbeStats stats_;
   std::deque<int> gone_;  // detached pids whose per_pid entry is kept, oldest first
   // Pinning: our generation's pins, and older generations (another BPF object or ring size)

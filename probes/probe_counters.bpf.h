@@ -229,7 +229,10 @@ static __always_inline __u32 counters_now(__u32 pid, struct sp_counter_proc* p,
   out->steal_ns = running > 0 ? w.sum : 0;
   out->steal_how = w.how;
   out->values.on_cpu_ns -= out->steal_ns < out->values.on_cpu_ns ? out->steal_ns : 0;
-  if (w.unseen) flags |= SP_COUNTERS_UNCOUNTED_THREAD;
+  if (w.unseen) {
+    flags |= SP_COUNTERS_UNCOUNTED_THREAD;
+    count(SP_STAT_COUNTER_UNSEEN_ON_CPU);
+  }
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   __u64 self = (__u64)task;
   struct sp_counter_thread* t = bpf_map_lookup_elem(&counter_threads, &self);
@@ -239,6 +242,7 @@ static __always_inline __u32 counters_now(__u32 pid, struct sp_counter_proc* p,
     if (running > 1) flags |= SP_COUNTERS_OTHERS_RUNNING;
   } else {
     flags |= SP_COUNTERS_UNCOUNTED_THREAD; /* the probing thread's own switch-in was not seen */
+    count(SP_STAT_COUNTER_UNSEEN_SELF);
   }
   return flags;
 }
@@ -294,6 +298,7 @@ static __always_inline void counters_end(__u32 pid, __u64 iter, struct sp_event*
     __u32 flags = b->flags | counters_now(pid, p, &now);
     if (now.unknown_runs != b->unknown_runs || now.untracked != b->untracked) {
       flags |= SP_COUNTERS_UNCOUNTED_THREAD;
+      count(SP_STAT_COUNTER_UNKNOWN_RUN);
     }
     if (now.execs != b->execs) flags |= SP_COUNTERS_EXEC;
     struct task_struct* task = (struct task_struct*)bpf_get_current_task();

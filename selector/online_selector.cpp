@@ -17,6 +17,12 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A uniform draw in [0, 1) from an iteration number, independent of Mix(iter)'s low bit (the
+// draw that skips half the candidates): thinning must not select on it.
+double Uniform(uint64_t iter) {
+  return static_cast<double>(Mix(iter ^ 0x6a09e667f3bcc909ULL) >> 11) * 0x1.0p-53;
+}
+
 }  // namespace
 
 Result<OnlineSelector> OnlineSelector::Create(const OnlineOptions& o) {
@@ -103,7 +109,8 @@ uint64_t OnlineSelector::WantedIn(size_t bin) {
   uint64_t cap = allowed_;
   if (cap == UINT64_MAX) cap = 0;
   // What the budget released since the stratum began is what it may spend on it.
-  cap = cap > measured_at_stratum_ ? cap - measured_at_stratum_ : 0;
+  const uint64_t picked_before = measured_at_stratum_ + thinned_at_stratum_;
+  cap = cap > picked_before ? cap - picked_before : 0;
   // Kept per bin until the spendable budget or the bins change: most iterations ask, and the
   // budget steps only now and then.
   if (cap != want_budget_) {
@@ -121,8 +128,12 @@ bool OnlineSelector::WantsNext() const {
   const uint64_t next = histogram_.total() + 1;  // t after the next OnIteration
   const uint64_t ahead = next + options_.hook_lead;
   if (ahead <= options_.warmup) return false;  // its index is still warm-up
-  if (OverheadSpent() || StratumPreciseEnough()) return false;
-  return samples_.size() < cap_.Peek(ahead, bonus_);
+  // Not while the next pick is sure to be thinned (ThinCause): begin hooks cost the probes.
+  const bool past_floors =
+      samples_.size() >= options_.overhead_floor &&
+      samples_.size() - measured_at_stratum_ >= options_.min_samples_per_stratum;
+  if ((past_floors && (OverheadSpent() || keep_ <= 0)) || StratumPreciseEnough()) return false;
+  return Picks() < cap_.Peek(ahead, bonus_);
 }
 
 bool OnlineSelector::StratumPreciseEnough(double* half_width) const {
@@ -156,9 +167,12 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
     Rebin();
     while (next_rebin_ <= t) next_rebin_ *= 2;
   }
-  if (const uint64_t key = StratumKey(iter); key != stratum_) EnterStratum(key);
+  if (const uint64_t key = StratumKey(iter); key != stratum_) {
+    EnterStratum(key);
+    SetKeepShare(iter);
+  }
   Decision d;
-  if (!eligible || samples_.size() >= allowed_) return d;
+  if (!eligible || Picks() >= allowed_) return d;
   if (StratumPreciseEnough()) return d;  // this stretch's time is as tight as asked
   int b = FindBin(seq_len);
   if (b < 0 || bin_samples_[b] >= WantedIn(static_cast<size_t>(b)) ||
@@ -176,18 +190,35 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
     if ((Mix(iter) & 1) != 0) return d;
     if (seen != nullptr && seen->count <= 1 && bin_samples_[b] > 0) return d;
   }
+  const uint32_t bucket = SlHistogram::BucketIndex(seq_len);
+  if (bucket >= samples_in_bucket_.size()) samples_in_bucket_.resize(bucket + 1, 0);
+  const int thin = over_budget ? 1 : ThinCause(iter);
+  if (thin != 0) {
+    // Thinned, not deferred: the pick counts as taken (its want met, its pace slot used) but
+    // is not measured, so no later iteration stands in for it. Deferring (the want kept until
+    // the run's time could pay) took the next candidates instead, wherever the budget freed
+    // up: a replayed run then missed its time self-check by -8.4%.
+    // Thinning keeps the estimators' weights right: each cell (stratum, bin) is projected as
+    // its population's time or cost (N_hb, A_hb: every iteration, measured or not) times the
+    // ratio of its measured ones, and these are the design's picks less a share drawn at one
+    // rate across the stratum (Uniform(iter) < keep_, set as the stratum begins), a random
+    // subset of them, so every pick of the stratum is equally likely to be measured. A cell
+    // left with none is projected from its stratum's level and its bin's profile, as any
+    // unmeasured cell is. Only the backstop (OverheadSpent: the draw kept more than the
+    // stratum's budget) thins by position; bench/cost/README.md says how often.
+    ++over_budget_;
+    backstopped_ += thin == 2;
+    ++thinned_;
+    ++bin_samples_[b];
+    ++samples_in_bucket_[bucket];
+    d.over_budget = true;
+    return d;
+  }
   if (!can_measure) {
     // Chosen, but nothing can measure it: no sample, no want met, so the bin takes its next
     // measurable candidate (an end-only iteration is no decline of a measurable one).
     ++missed_;
     d.missed = true;
-    return d;
-  }
-  if (over_budget || OverheadSpent()) {
-    // Measuring it would pass the overhead budget: the want stays, for when the run's time
-    // has grown enough to pay for it.
-    ++over_budget_;
-    d.over_budget = true;
     return d;
   }
   d.measure = true;
@@ -197,10 +228,47 @@ Decision OnlineSelector::OnIteration(uint64_t iter, uint32_t seq_len, uint32_t b
   d.group = static_cast<uint32_t>(samples_.size() % std::max<uint32_t>(1, options_.counter_groups));
   ++bin_samples_[b];
   samples_.push_back({iter, seq_len, d.group});
-  uint32_t bucket = SlHistogram::BucketIndex(seq_len);
-  if (bucket >= samples_in_bucket_.size()) samples_in_bucket_.resize(bucket + 1, 0);
   ++samples_in_bucket_[bucket];
   return d;
+}
+
+int OnlineSelector::ThinCause(uint64_t iter) const {
+  if (options_.max_overhead <= 0 || samples_.size() < options_.overhead_floor) return 0;
+  if (keep_ < 1 && Uniform(iter) >= keep_) return 1;
+  // The backstop spares a stratum's first min_samples_per_stratum: every stratum is projected
+  // from its own measurements, not borrowed from its neighbours (which missed by 20-43% on a
+  // recorded run whose time swings between strata when whole strata went unmeasured).
+  const uint64_t in_stratum = samples_.size() - measured_at_stratum_;
+  return in_stratum >= options_.min_samples_per_stratum && OverheadSpent() ? 2 : 0;
+}
+
+void OnlineSelector::SetKeepShare(uint64_t iter) {
+  keep_ = 1;
+  stratum_budget_ns_ = 0;
+  // Without a cost, a pace or windows there is no horizon to budget over: the backstop alone,
+  // on the run's time so far.
+  const uint64_t observed = strata_.observed();
+  if (options_.max_overhead <= 0 || !(measurement_cost_ns_ > 0) || options_.per_doubling == 0 ||
+      options_.window == 0 || observed == 0 || !(run_time_ns_ > 0)) {
+    return;
+  }
+  // The stratum ends by its doubling window's end at the latest: what the run's time will pay
+  // for by then (at its mean iteration time so far), less what was measured, over what the pace
+  // will release by then. Spent at that rate across the stratum, by a draw, not as early as
+  // the picks come (a burst of picks as a window opens would otherwise be measured first and
+  // the rest thinned: thinning by position again).
+  uint64_t edge = options_.window;
+  while (iter >= edge && edge < (uint64_t{1} << 62)) edge *= 2;
+  const uint64_t horizon = edge > iter ? edge - iter : 0;
+  const double mean = run_time_ns_ / static_cast<double>(observed);
+  stratum_budget_ns_ = options_.max_overhead * (run_time_ns_ + static_cast<double>(horizon) * mean);
+  // At least min_samples_per_stratum of them: a stratum is projected from its own samples.
+  const double affordable =
+      std::max(stratum_budget_ns_ / measurement_cost_ns_ - static_cast<double>(samples_.size()),
+               static_cast<double>(options_.min_samples_per_stratum));
+  const uint64_t cap = cap_.Peek(histogram_.total() + horizon, bonus_);
+  if (cap == UINT64_MAX || cap <= Picks()) return;
+  keep_ = std::clamp(affordable / static_cast<double>(cap - Picks()), 0.0, 1.0);
 }
 
 uint64_t OnlineSelector::FindStratumKey(uint64_t iter) {
@@ -241,6 +309,7 @@ uint64_t OnlineSelector::FindStratumKey(uint64_t iter) {
 void OnlineSelector::EnterStratum(uint64_t key) {
   stratum_ = key;
   measured_at_stratum_ = samples_.size();
+  thinned_at_stratum_ = thinned_;
   std::fill(samples_in_bucket_.begin(), samples_in_bucket_.end(), 0);
   std::fill(bin_samples_.begin(), bin_samples_.end(), 0);
   stratum_times_.clear();

@@ -66,16 +66,22 @@ struct OnlineOptions {
   // so the variance is the stratum's own (N - k degrees of freedom for N iterations in k SL
   // buckets; below 8 it is unknown and the stratum goes on). 0: off (runs.target_error).
   double target_rel_error = 0;
-  uint32_t min_samples_per_stratum = 4;  // before the target can stop a stratum
+  // Before the target can stop a stratum or the overhead budget thin it by its backstop.
+  uint32_t min_samples_per_stratum = 4;
   // WantsNext looks this many iterations ahead for a free slot: hooks armed now reach the
   // trainer only after the daemon has read the records in flight (batched end records are read
   // at least every probes.poll_interval_ms), so they are armed a little before the slot opens
   // (and from a run's first iteration: a short run is seen only in batches otherwise).
   uint64_t hook_lead = 16;
-  // A budget set by overhead, amortised over the run: a measurement is allowed while the cost
-  // of those so far and this one stays within this share of the run's time so far (the sum of
-  // OnTime's times, every process's iterations), at set_measurement_cost() per measured
-  // iteration. 0: off (runs.max_overhead).
+  // A budget set by overhead, amortised over the run: measured iterations may cost at most this
+  // share of the run's time (the sum of OnTime's times, every process's iterations) by the end
+  // of each doubling window, at set_measurement_cost() per measured iteration, but for the
+  // run's first overhead_floor and each stratum's min_samples_per_stratum (OverheadSpent).
+  // 0: off (runs.max_overhead). The selector
+  // picks as it would without it; a pick the budget cannot pay for is thinned (skipped and
+  // counted as taken), never deferred to a later iteration: each stratum keeps a share of its
+  // picks, drawn at random at one rate per stratum, so what is measured stays a random subset
+  // of the stratum's design (see OnIteration).
   double max_overhead = 0;
   // The first this many measurements of a run are never held back by max_overhead: a run of
   // very short iterations (where one measurement costs many iterations' time) still gets some.
@@ -91,9 +97,10 @@ struct Decision {
   // It would have been measured, but it came without a begin (OnIteration's can_measure):
   // "cannot measure", neither a sample nor a decline (the next candidate is taken instead).
   bool missed = false;
-  // It would have been measured, but the overhead budget (max_overhead) was spent: neither a
-  // sample nor a decline either. Logged, so that a replay declines it too (the cost behind it
-  // was measured live and is not replayed).
+  // It was picked, but thinned by the overhead budget (max_overhead): not measured, yet counted
+  // as taken (its bin's want is met and its budget slot used), so no later iteration is taken
+  // in its place. Logged, so that a replay thins it too (the cost behind it was measured live
+  // and is not replayed).
   bool over_budget = false;
 };
 
@@ -108,7 +115,7 @@ class OnlineSelector {
   // candidate lost that way changes no want (the sample is not biased by it; missed()).
   // A replay must pass the same can_measure to reach the same decisions (the iteration log
   // records it).
-  // over_budget = true: declined as over the overhead budget, as decided live (a replay).
+  // over_budget = true: thinned by the overhead budget, as decided live (a replay).
   Decision OnIteration(uint64_t iter, uint32_t seq_len, uint32_t batch, double tokens,
                        bool can_measure = true, bool over_budget = false);
   // What measuring one iteration costs the trainer, ns (0: unknown, no overhead cap). Not part
@@ -119,12 +126,16 @@ class OnlineSelector {
   // Whether the current stratum's time is as precise as target_rel_error asks (the relative
   // half-width now, in *half_width when given; +inf while unknown).
   bool StratumPreciseEnough(double* half_width = nullptr) const;
-  // Whether one more measurement would pass the overhead budget.
+  // Whether one more measurement would pass the overhead budget: the share of the run's time
+  // the current stratum may spend up to, its window's end (set as it began, at the mean
+  // iteration time so far), or where that is unknown (a run's first window, no windows) the
+  // share of its time so far. The backstop of thinning.
   bool OverheadSpent() const {
+    const double limit =
+        stratum_budget_ns_ > 0 ? stratum_budget_ns_ : options_.max_overhead * run_time_ns_;
     return options_.max_overhead > 0 && measurement_cost_ns_ > 0 &&
            samples_.size() >= options_.overhead_floor &&
-           static_cast<double>(samples_.size() + 1) * measurement_cost_ns_ >
-               options_.max_overhead * run_time_ns_;
+           static_cast<double>(samples_.size() + 1) * measurement_cost_ns_ > limit;
   }
   // Whether the next iteration could be chosen: past the warm-up (less hook_lead), and the
   // budget has a free slot within hook_lead iterations of the next one. Begin hooks (and counters)
@@ -149,6 +160,13 @@ class OnlineSelector {
   uint64_t unmeasurable() const { return unmeasurable_; }
   uint64_t missed() const { return missed_; }
   uint64_t over_budget() const { return over_budget_; }
+  // Picks thinned by the overhead budget over the whole run (in the checkpoint), and the share
+  // of the current stratum's picks that is kept (1: no thinning).
+  uint64_t thinned() const { return thinned_; }
+  double keep_share() const { return keep_; }
+  // Since created or loaded: of the thinned, those the backstop thinned where the draw kept
+  // them (thinned by position, not at random).
+  uint64_t backstopped() const { return backstopped_; }
   const SlHistogram& histogram() const { return histogram_; }
   size_t MemoryBytes() const;
 
@@ -178,6 +196,15 @@ class OnlineSelector {
     return FindStratumKey(iter);
   }
   uint64_t FindStratumKey(uint64_t iter);
+  // Iterations picked so far, measured or thinned: what the budget's pace and the bins' wants
+  // count, so that a thinned pick is never taken again later.
+  uint64_t Picks() const { return samples_.size() + thinned_; }
+  // As a stratum begins: the share of its picks the overhead budget can pay for (keep_) and
+  // the overhead the run may have spent by its window's end (stratum_budget_ns_).
+  void SetKeepShare(uint64_t iter);
+  // Whether this pick (past overhead_floor measurements) is thinned: 0 no, 1 by the stratum's
+  // draw, 2 by the backstop (OverheadSpent) where the draw kept it.
+  int ThinCause(uint64_t iter) const;
   void Rebin();
   uint32_t MaxBinsNow() const;
   int FindBin(uint32_t seq_len) const;
@@ -196,6 +223,10 @@ class OnlineSelector {
   TimeStrata strata_;
   uint64_t stratum_ = 0;                // the current (stratum, window) key of the last iteration
   uint64_t measured_at_stratum_ = 0;    // samples_.size() when it began
+  uint64_t thinned_ = 0;                // picks thinned by max_overhead, whole run
+  uint64_t thinned_at_stratum_ = 0;     // thinned_ when the stratum began
+  double keep_ = 1;                     // share of this stratum's picks kept (max_overhead)
+  double stratum_budget_ns_ = 0;        // its overhead budget by its window's end (0: unknown)
   uint64_t bonus_ = 0;                  // change_bonus x changes found
   std::vector<int32_t> bin_of_bucket_;  // SlHistogram bucket index -> current bin
   // WantedIn per bin, for the spendable budget want_budget_ (0: not computed yet).
@@ -206,7 +237,7 @@ class OnlineSelector {
   uint64_t next_rebin_ = 1;
   uint64_t next_periodic_rebin_ = 0;  // the next multiple of rebin_every
   uint64_t rebins_ = 0;
-  uint64_t unmeasurable_ = 0, missed_ = 0, over_budget_ = 0;
+  uint64_t unmeasurable_ = 0, missed_ = 0, over_budget_ = 0, backstopped_ = 0;
   // The current stratum's iteration times per SL bucket (n, sum, sum of squares) and their
   // totals, for target_rel_error; reset when a stratum begins. In the checkpoint (v3).
   struct TimeSums {

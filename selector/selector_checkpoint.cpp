@@ -279,6 +279,11 @@ void OnlineSelector::SaveState(StateWriter& w) const {
        {stratum_total_.n, stratum_total_.sum, stratum_total_.sumsq, within_ss_, run_time_ns_}) {
     w.Put(v);
   }
+  // Version 4: picks thinned by the overhead budget, and the current stratum's keep share.
+  w.Put(thinned_);
+  w.Put(thinned_at_stratum_);
+  w.Put(keep_);
+  w.Put(stratum_budget_ns_);
 }
 
 bool OnlineSelector::LoadState(StateReader& r) {
@@ -324,6 +329,16 @@ bool OnlineSelector::LoadState(StateReader& r) {
                       &run_time_ns_}) {
       if (!r.Get(v)) return false;
     }
+  }
+  thinned_ = thinned_at_stratum_ = 0;
+  keep_ = 1;
+  stratum_budget_ns_ = 0;
+  if (r.version >= 4) {  // older images: nothing was thinned (the budget deferred instead)
+    if (!r.Get(&thinned_) || !r.Get(&thinned_at_stratum_) || !r.Get(&keep_) ||
+        !r.Get(&stratum_budget_ns_)) {
+      return false;
+    }
+    if (thinned_at_stratum_ > thinned_ || !(keep_ >= 0 && keep_ <= 1)) return false;
   }
   // Indices the decisions follow must stay inside their tables.
   if (bin_samples_.size() != bins_.size()) return false;

@@ -23,7 +23,9 @@ inline constexpr uint32_t kStateMagic = 0x4b435053;  // "SPCK"
 // as the ring refills, and SLs seen before the restart have no first occurrence).
 // 3: the online selector keeps its current stratum's iteration times (runs.target_error) and
 // the run's time; a version-2 image loads with them empty (the stratum's times start afresh).
-inline constexpr uint32_t kStateVersion = 3;
+// 4: the online selector counts the picks the overhead budget thinned and keeps its current
+// stratum's keep share; a version-3 image loads with none thinned and all kept.
+inline constexpr uint32_t kStateVersion = 4;
 inline constexpr uint32_t kOldestStateVersion = 1;
 
 class StateWriter {

@@ -44,10 +44,10 @@ std::vector<MetricFamily> EnergyFamilies(const EnergySampler& sampler, int64_t i
                     .Add(l, e.loop_ns * 1e-9));
   if (e.calibration.done) {
     out.push_back(Gauge("seqpoint_energy_update_period_seconds",
-                        "The energy source's own update period, measured at open from "
-                        "back-to-back reads (an upper bound when every read saw a change): a "
-                        "value is up to this old when read, and iterations inherit that "
-                        "uncertainty.")
+                        "The energy source's own update period, measured at open from reads "
+                        "100 us apart (an upper bound when no two changes were seen by on-time "
+                        "reads): a value is up to this old when read, and iterations inherit "
+                        "that uncertainty.")
                       .Add(l, static_cast<double>(e.calibration.update_ns) * 1e-9));
   }
   out.push_back(Counter("seqpoint_energy_smeared_iterations_total",

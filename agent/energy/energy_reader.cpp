@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "collectors/energy/update_period.h"
+
 namespace seqpoint::daemon {
 
 uint64_t MonotonicNowNs() {
@@ -60,38 +62,56 @@ EnergyRead EnergyReader::ReadOnce() {
 }
 
 void EnergyReader::Calibrate() {
+  EnergyRead last;          // the last read (or the failure that ended the measurement)
+  bool last_taken = false;  // it already answered a Request
+  uint64_t busy = 0;
+  collectors::MeasureOptions options;
+  // On the caller's thread, tests and benches step an injected clock: no real time to space.
+  options.spacing_ns = own_thread_ ? kCalibrationSpacingNs : 0;
+  options.stop = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  };
+  const collectors::UpdatePeriod p = collectors::MeasureUpdatePeriod(
+      [&]() -> Result<collectors::CounterRead> {
+        last = ReadOnce();
+        busy += last.t1_ns - last.t0_ns;
+        {
+          // Sampling goes on while the period is measured (half a second for NVML's 100 ms
+          // counter, up to the 2 s cap): a read answers the Request made before it ended. Held
+          // by Take until the period is known, which places it.
+          std::lock_guard<std::mutex> lock(mu_);
+          last_taken = std::exchange(requested_, false);
+          if (last_taken) done_.push_back(last);
+        }
+        if (!last.ok) return Unavailable(last.error);
+        return collectors::CounterRead{static_cast<int64_t>(last.t0_ns),
+                                       static_cast<int64_t>(last.t1_ns), last.uj};
+      },
+      options);
   EnergyCalibration c;
-  EnergyRead first = ReadOnce(), last = first;
-  uint64_t busy = first.t1_ns - first.t0_ns;
-  uint64_t first_change = 0, last_change = 0;
-  c.reads = 1;
-  while (last.ok && c.changes < kCalibrationChanges && c.reads < kCalibrationReads &&
-         last.t1_ns - first.t0_ns < kCalibrationNs) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-    }
-    EnergyRead r = ReadOnce();
-    ++c.reads;
-    busy += r.t1_ns - r.t0_ns;
-    if (r.ok && r.uj != last.uj) {
-      const uint64_t at = r.t0_ns + (r.t1_ns - r.t0_ns) / 2;
-      if (c.changes++ == 0) first_change = at;
-      last_change = at;
-    }
-    last = std::move(r);
+  // The period of on-time reads; else a bound from every change seen; else (fewer than two
+  // changes) the span: the counter held one value about that long.
+  if (p.period_ns) {
+    c.update_ns = static_cast<uint64_t>(*p.period_ns);
+    c.upper_bound = p.upper_bound;
+  } else if (p.changes_bound_ns) {
+    c.update_ns = static_cast<uint64_t>(*p.changes_bound_ns);
+    c.upper_bound = true;
+  } else {
+    c.update_ns = static_cast<uint64_t>(p.spent_ns);
   }
-  // Two changes or more: the mean spacing of changes. Fewer: the counter held one value for
-  // about the whole calibration, so its period is at least that long.
-  c.update_ns =
-      c.changes >= 2 ? (last_change - first_change) / (c.changes - 1) : last.t1_ns - first.t0_ns;
-  c.read_ns = busy / c.reads;
+  c.reads = static_cast<uint64_t>(p.reads);
+  c.changes = static_cast<uint64_t>(p.changes);
+  c.gaps = static_cast<uint64_t>(p.gaps);
+  c.read_ns = c.reads > 0 ? busy / c.reads : 0;
   c.done = true;
   std::lock_guard<std::mutex> lock(mu_);
   calibration_ = c;
   calibrating_ = false;
   read_ns_ += busy;
-  done_.push_back(std::move(last));  // the first sample, so the first iteration has a start
+  // The last read is a sample too, so the first iteration has a start.
+  if (c.reads > 0 && !last_taken) done_.push_back(std::move(last));
 }
 
 void EnergyReader::Run() {
@@ -124,7 +144,6 @@ bool EnergyReader::Request() {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (calibrating_) return true;  // its last read is the next sample
     if (in_flight_ || requested_) return false;
     requested_ = true;
   }
@@ -134,6 +153,7 @@ bool EnergyReader::Request() {
 
 std::vector<EnergyRead> EnergyReader::Take() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (calibrating_) return {};  // a read is placed by the period, not measured yet
   return std::exchange(done_, {});
 }
 

@@ -5,10 +5,14 @@
 //
 // Each read is bracketed by the clock: the counter's value belongs somewhere in [t0, t1], and a
 // counter that the firmware refreshes every U ns holds a value up to U old, so the instant it
-// stands for lies in [t0 - U, t1]. U is measured once, at open, from back-to-back reads: the
-// mean time between changes of the value (an upper bound when every read saw a change, the
-// reads being slower than the counter). energy_sampler.h turns these brackets into each
-// iteration's uncertainty.
+// stands for lies in [t0 - U, t1]. U is measured once, at open, on the reader's thread, from
+// back-to-back reads (collectors/energy/update_period.h: the mean gap between changes seen by
+// on-time reads, so a preempted read does not inflate it; an upper bound when every read saw a
+// change, the reads being slower than the counter, or when no read was on time), its reads
+// kCalibrationSpacingNs apart. Sampling does not wait for it: a Request made meanwhile is
+// answered by the measurement's next read, held back from Take until U is known (half a second
+// for a 100 ms counter, up to 2 s: the iterations of that time would otherwise have no sample
+// before their start). energy_sampler.h turns these brackets into each iteration's uncertainty.
 //
 // Two modes: own_thread (seqpointd) or the caller's thread (tests, benches: Request reads at
 // once, so a test's clock and counter move in lockstep with it).
@@ -45,18 +49,26 @@ struct EnergyRead {
 // The counter's own update period, measured at open.
 struct EnergyCalibration {
   bool done = false;
-  uint64_t update_ns = 0;  // mean time between value changes (see the file comment)
-  uint64_t reads = 0;      // back-to-back reads it took
-  uint64_t changes = 0;    // how many of them saw a new value
-  uint64_t read_ns = 0;    // their mean duration
+  // The update period (see the file comment). Where no gap was seen between on-time reads: the
+  // bound from every change seen (UpdatePeriod::changes_bound_ns, flagged upper_bound); with
+  // fewer than two changes, the span the reads covered (the counter held one value that long).
+  uint64_t update_ns = 0;
+  uint64_t reads = 0;        // back-to-back reads it took
+  uint64_t changes = 0;      // how many of them saw a new value
+  uint64_t gaps = 0;         // the gaps between changes update_ns is the mean of
+  bool upper_bound = false;  // the period is at most update_ns (not one gap between on-time reads)
+  uint64_t read_ns = 0;      // their mean duration
 };
 
 class EnergyReader {
  public:
-  // Calibration stops at the first of: this many changes seen, this long, this many reads.
-  static constexpr uint64_t kCalibrationChanges = 5;
-  static constexpr uint64_t kCalibrationNs = 1'000'000'000;
-  static constexpr uint64_t kCalibrationReads = 512;
+  // Least time between the starts of two calibration reads. Back to back, the reader is a CPU
+  // hog until the measurement's end (up to its 2 s cap), and on a loaded node the scheduler
+  // preempts it inside reads for hundreds of ms, the late reads that hide the period: the energy
+  // e2e's 1.3 ms counter on a 2-core VM at load 3 gave reads of up to 127-451 ms and no period
+  // in 3 of 4 tries (2000 reads, 0.2-1.3 s); 100 us apart, 1.3-1.5 ms in 6-10 ms every time,
+  // no read over 0.04 ms. Far under the periods of the sources (1 ms and up).
+  static constexpr int64_t kCalibrationSpacingNs = 100'000;
 
   EnergyReader(std::unique_ptr<collectors::EnergySource> source, MonotonicClock clock)
       : source_(std::move(source)), clock_(std::move(clock)) {}
@@ -66,13 +78,15 @@ class EnergyReader {
 
   // Opens the source; on the caller's thread (so a missing device is an error at once).
   Status Open();
-  // Starts the reader's thread: it calibrates, then reads once per Request. Without it, the
-  // caller calibrates now and every Request reads at once.
+  // Starts the reader's thread: it calibrates (its reads answering the Requests made
+  // meanwhile), then reads once per Request. Without it, the caller calibrates now and every
+  // Request reads at once.
   void Start(bool own_thread);
   // Asks for one read. Returns false when one is still in flight (a slow or hung read): the
   // request is dropped, never queued.
   bool Request();
-  // The reads finished since the last Take, oldest first (the calibration's last read first).
+  // The reads finished since the last Take, oldest first; none until the calibration is done
+  // (the calibration's reads that answered Requests first, then its last read).
   std::vector<EnergyRead> Take();
   EnergyCalibration calibration() const;
   // The time spent in reads, summed (on the reader's thread when it has one).
@@ -84,7 +98,7 @@ class EnergyReader {
 
  private:
   EnergyRead ReadOnce();
-  void Calibrate();  // back-to-back reads; publishes the calibration and its last read
+  void Calibrate();  // back-to-back reads (MeasureUpdatePeriod); publishes it and its samples
   void Run();        // the reader's thread
   void Publish(const EnergyRead& r);
 

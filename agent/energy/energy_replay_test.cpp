@@ -20,6 +20,7 @@
 
 #include "agent/energy/energy_sampler.h"
 #include "agent/testing/test_util.h"
+#include "collectors/energy/update_period.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -108,11 +109,11 @@ TEST_CASE("energy replay: H100 NVML reads, all slow, are kept, short iterations 
     // The counter's own period, from back-to-back reads at open: 100 ms on this GPU.
     const EnergyCalibration& cal = sampler.stats().calibration;
     REQUIRE(cal.done);
-    CHECK(cal.changes == EnergyReader::kCalibrationChanges);
+    CHECK(cal.gaps == seqpoint::collectors::UpdatePeriodProbe::kGaps);  // on-time reads only
     CHECK(cal.update_ns >= 90'000'000);
     CHECK(cal.update_ns <= 110'000'000);
-    MESSAGE(phase << ": update period " << cal.update_ns * 1e-6 << " ms from " << cal.reads
-                  << " reads of " << cal.read_ns * 1e-6 << " ms");
+    MESSAGE(phase << ": update period " << cal.update_ns * 1e-6 << " ms from " << cal.gaps
+                  << " gaps, " << cal.reads << " reads of " << cal.read_ns * 1e-6 << " ms");
     // Sampling every 50 ms over the rest of the recording.
     const uint64_t first = replay.rows[replay.next].t0;
     for (uint64_t t = first; !replay.done(); t += 50'000'000) {
@@ -244,6 +245,39 @@ TEST_CASE("energy replay: the loop never waits for a read (recorded 4 ms reads, 
   MESSAGE("per read: on the loop " << read_ms[0] << " ms read, loop " << loop_ms[0]
                                    << " ms; own thread " << read_ms[1] << " ms read, loop "
                                    << loop_ms[1] << " ms");
+}
+
+TEST_CASE("energy replay: sampling goes on while the period is measured (own thread)") {
+  // The recorded H100 reads, slept: the measurement needs four gaps between changes of a 100 ms
+  // counter, half a second at least (on a loaded node up to its 2 s cap). The loop samples all
+  // along; the reads that answered it are filed once the period places them, so an iteration
+  // that began during the measurement has a sample before its start.
+  auto source = std::make_unique<SleepingSource>(Recorded("idle"));
+  auto s = EnergySampler::OpenSource(std::move(source), MonotonicNowNs, /*own_thread=*/true);
+  REQUIRE(s.ok());
+  EnergySampler& sampler = **s;
+  const uint64_t began = MonotonicNowNs();  // an iteration beginning with the measurement
+  sampler.Sample();
+  CHECK(sampler.stats().reads == 0);  // held: no period to place it by yet
+  REQUIRE(WaitFor([&] {
+    sampler.Sample();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return sampler.stats().calibration.done;
+  }));
+  const EnergyCalibration& cal = sampler.stats().calibration;
+  const uint64_t measured_for = MonotonicNowNs() - began;
+  // Filed together with the period: the read that answered the first Sample (one of the first
+  // of the measurement's dozens), then the measurement's last. Before, only the last one: the
+  // iterations of the measurement's half second had no sample before their start.
+  const uint64_t filed = sampler.stats().reads;
+  CHECK(filed >= 2);
+  // From the first of them on, windows have energy: the measurement spans four updates or more
+  // (390 ms and up), so a window of the 200 ms before its last read is covered.
+  const uint64_t last = sampler.last_sample_ns();
+  CHECK(sampler.EnergyBetween(last - 200'000'000, last).has_value());
+  MESSAGE("measured " << cal.update_ns * 1e-6 << " ms in " << measured_for * 1e-6 << " ms ("
+                      << cal.reads << " reads, " << cal.gaps << " gaps); " << filed
+                      << " samples filed with it");
 }
 
 TEST_CASE("energy replay: a hung read is never queued behind, the tick is counted as skipped") {

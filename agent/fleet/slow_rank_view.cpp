@@ -24,14 +24,16 @@ nlohmann::json SlowRanksJson(const StragglerCounts& counts, double floor_steps) 
     if (s.slow) slow.push_back(id);
     worst = std::max(worst, s.floor);
     known = known && s.floor > 0;
-    ranks.push_back({{"rank", id},
-                     {"tested", s.tested},
-                     {"seen", s.seen},
-                     {"sigma", s.threshold > 0 ? nlohmann::json(s.sigma) : nlohmann::json(nullptr)},
-                     {"compute_ratio", s.ratio},
-                     {"slow", s.slow},
-                     {"alarms", s.alarms},
-                     {"detectable_slowdown", Floor(s.floor)}});
+    ranks.push_back(
+        {{"rank", id},
+         {"tested", s.tested},
+         {"seen", s.seen},
+         {"sigma", s.threshold > 0 ? nlohmann::json(s.sigma) : nlohmann::json(nullptr)},
+         {"compute_ratio", s.ratio},
+         {"slow", s.slow},
+         {"alarms", s.alarms},
+         {"alarm_step", s.alarms > 0 ? nlohmann::json(s.alarm_step) : nlohmann::json(nullptr)},
+         {"detectable_slowdown", Floor(s.floor)}});
   }
   return {{"method",
            "one-sided CUSUM per rank on log(compute per token before the collective) minus its "

@@ -13,7 +13,8 @@ namespace seqpoint::daemon::fleet {
 
 // {"method", "floor_steps", "steps", "detectable_slowdown" (the largest of the ranks' floors;
 // null while one warms up or finds nothing in time), "slow" (ranks alarmed now), "ranks": [{rank
-// (null: unknown), tested, seen, sigma, compute_ratio, slow, alarms, detectable_slowdown}]}.
+// (null: unknown), tested, seen, sigma, compute_ratio, slow, alarms, alarm_step (null: none),
+// detectable_slowdown}]}.
 nlohmann::json SlowRanksJson(const StragglerCounts& counts, double floor_steps);
 
 }  // namespace seqpoint::daemon::fleet

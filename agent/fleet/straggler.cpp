@@ -77,10 +77,23 @@ void StragglerJoin::OnIteration(uint32_t pid, uint64_t iter, uint64_t tokens, ui
   auto it = ranks_.find(pid);
   if (it == ranks_.end() || begin_ns == 0 || end_ns <= begin_ns) return;
   it->second.pending.push_back({iter, tokens, begin_ns, end_ns});
-  if (it->second.pending.size() > kMaxPending) {
-    it->second.pending.pop_front();
-    ++counts_.unmatched;
-  }
+  // A fast rank (more than kMaxPending iterations within settle_ns): its oldest iteration
+  // settles now rather than being dropped, which lost every step of a job faster than 128
+  // iterations a second. It ended kMaxPending iterations ago: its arrivals, which came before
+  // that end, are in.
+  if (it->second.pending.size() > kMaxPending) SettleOldest(pid, it->second);
+}
+
+void StragglerJoin::SettleOldest(uint32_t pid, Rank& r) {
+  const Pending p = r.pending.front();
+  r.pending.pop_front();
+  while (!r.arrivals.empty() && r.arrivals.front() < p.begin_ns) r.arrivals.pop_front();
+  uint64_t arrival = 0;
+  if (!r.arrivals.empty() && r.arrivals.front() <= p.end_ns) arrival = r.arrivals.front();
+  while (!r.arrivals.empty() && r.arrivals.front() <= p.end_ns) r.arrivals.pop_front();
+  if (arrival == 0) ++counts_.unmatched;
+  open_[p.iter][pid] = {r.rank, p.tokens, p.begin_ns, arrival};
+  r.settled = std::max<int64_t>(r.settled, static_cast<int64_t>(p.iter));
 }
 
 void StragglerJoin::Count(const StepVerdict& v) {
@@ -96,15 +109,7 @@ std::vector<StepVerdict> StragglerJoin::Settle(uint64_t now_ns) {
   // Match each settled iteration with its first arrival inside it.
   for (auto& [pid, r] : ranks_) {
     while (!r.pending.empty() && r.pending.front().end_ns + options_.settle_ns <= now_ns) {
-      const Pending p = r.pending.front();
-      r.pending.pop_front();
-      while (!r.arrivals.empty() && r.arrivals.front() < p.begin_ns) r.arrivals.pop_front();
-      uint64_t arrival = 0;
-      if (!r.arrivals.empty() && r.arrivals.front() <= p.end_ns) arrival = r.arrivals.front();
-      while (!r.arrivals.empty() && r.arrivals.front() <= p.end_ns) r.arrivals.pop_front();
-      if (arrival == 0) ++counts_.unmatched;
-      open_[p.iter][pid] = {r.rank, p.tokens, p.begin_ns, arrival};
-      r.settled = std::max<int64_t>(r.settled, static_cast<int64_t>(p.iter));
+      SettleOldest(pid, r);
     }
   }
   std::vector<StepVerdict> out;

@@ -24,8 +24,9 @@
 //             excess explains at least data_explains of the lag (compute taken as proportional
 //             to tokens: 2x the tokens, about 2x the compute), else hardware ("at equal SL": a
 //             slow rank whose batch happened to be 5% longer is still a slow rank)
-// Memory: per rank at most kMaxPending iterations and kMaxArrivals arrivals; at most
-// kMaxOpenSteps steps waiting for a rank. Pure logic, no I/O; not thread-safe (one owner).
+// Memory: per rank at most kMaxPending iterations (a rank further ahead settles its oldest at
+// once: a job faster than kMaxPending iterations per settle_ns) and kMaxArrivals arrivals; at
+// most kMaxOpenSteps steps waiting for a rank. Pure logic, no I/O; not thread-safe (one owner).
 #pragma once
 
 #include <array>
@@ -115,6 +116,8 @@ class StragglerJoin {
     std::deque<Pending> pending;    // iterations not yet settled, in end order
     int64_t settled = -1;           // the latest iteration settled
   };
+  // Matches the rank's oldest pending iteration with its first arrival inside it, into open_.
+  void SettleOldest(uint32_t pid, Rank& r);
   void Count(const StepVerdict& v);
 
   StragglerOptions options_;

@@ -123,3 +123,31 @@ TEST_CASE(
   CHECK(j.Settle(2000 * kMs).empty());  // one rank: nothing to compare
   CHECK(j.ranks() == 1);
 }
+
+TEST_CASE("fleet straggler join: a job faster than the settle time loses no step") {
+  // 2,000 steps of 1 ms with a 2 s settle time: each rank runs far more than kMaxPending
+  // iterations before its first one settles. They used to be dropped (every step of a job faster
+  // than 128 iterations a second lost); the oldest now settles early, its arrival already in.
+  StragglerOptions o;
+  StragglerJoin j(o);
+  j.AddRank(1, 0);
+  j.AddRank(2, 1);
+  constexpr uint64_t kSteps = 2000;
+  size_t judged = 0;
+  for (uint64_t s = 0; s < kSteps; ++s) {
+    const uint64_t b = s * kMs;
+    for (uint32_t pid : {1u, 2u}) {
+      j.OnArrival(pid, b + (pid == 2 ? 900'000 : 500'000));
+      j.OnIteration(pid, s, 64, b + 1000, b + 990'000);
+    }
+    if (s % 100 == 99) judged += j.Settle(b + kMs).size();  // as the daemon settles, often
+  }
+  // Before the last iterations settled: all but about the last kMaxPending steps.
+  CHECK(judged >= kSteps - StragglerJoin::kMaxPending - 1);
+  judged += j.Settle(kSteps * kMs + o.settle_ns).size();
+  CHECK(judged == kSteps);
+  CHECK(j.counts().steps == kSteps);
+  CHECK(j.counts().unmatched == 0);
+  CHECK(j.counts().incomplete == 0);
+  CHECK(j.counts().slow.at(1).tested == kSteps);  // every step compared by the sequential test
+}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
+#include <tuple>
 #include <utility>
 
 #include "collectors/perf/perf_collector.h"
@@ -27,6 +29,9 @@ void CounterWindows::TakeProbeCounters(const IterationCounters& counters,
   if (counters.values.empty() && counters.flags == 0) return;
   ++probe_windows_;
   if (counters.flags != 0) ++probe_flagged_;
+  for (size_t bit = 0; bit < flagged_by_reason_.size(); ++bit) {
+    if (counters.flags & (1u << bit)) ++flagged_by_reason_[bit];
+  }
   for (const collectors::Sample& s : counters.values) values->push_back(s);
 }
 
@@ -62,6 +67,22 @@ std::vector<MetricFamily> CounterWindows::Families() const {
                     .Add({{"where", "probe"}}, static_cast<double>(probe_windows_))
                     .Add({{"where", "probe_flagged"}}, static_cast<double>(probe_flagged_))
                     .Add({{"where", "user_space"}}, static_cast<double>(count_)));
+  // The names of enum sp_counter_flag's bits (probes/iteration_probe.h), in bit order.
+  static constexpr const char* kReasons[] = {
+      "others_running", "uncounted_thread", "read_failed", "implausible", "exec", "stolen"};
+  static_assert(std::size(kReasons) == std::tuple_size_v<decltype(flagged_by_reason_)>);
+  MetricFamily reasons = Counter(
+      "seqpoint_probe_flagged_windows_total",
+      "Measured iterations whose counters the probes left out (where=\"probe_flagged\" of "
+      "seqpoint_collector_windows_total), by why (a window may have several): others_running "
+      "(a sibling on a CPU at a probe: its page faults), uncounted_thread (a thread ran in the "
+      "window whose switch-in the scheduler hook did not see), read_failed (no consistent "
+      "snapshot), implausible (a value the guard rejected), exec (an exec inside), stolen (too "
+      "much hypervisor steal: task-clock).");
+  for (size_t bit = 0; bit < flagged_by_reason_.size(); ++bit) {
+    reasons.Add({{"reason", kReasons[bit]}}, static_cast<double>(flagged_by_reason_[bit]));
+  }
+  out.push_back(std::move(reasons));
   out.push_back(
       Counter("seqpoint_gpu_windows_total",
               "Measured windows with GPU collectors (nvml, rocm_smi, gpu_metrics), by how their "

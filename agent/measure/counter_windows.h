@@ -25,15 +25,15 @@ namespace seqpoint::daemon {
 // How the measured windows' GPU values were decided (collectors/gpu/sync_window.h): kept when a
 // CUDA/HIP sync closed the window, else flagged and left out, counted by reason.
 struct GpuWindowCounts {
-  uint64_t closed_at_end = 0;    // a sync returned in the window's tail: read at the end
-  uint64_t closed_at_sync = 0;   // read at the process's next sync, within the bound
-  uint64_t not_closed = 0;       // no sync within the bound: left out
-  uint64_t no_sync_probe = 0;    // the process had no sync probe (why in last_flag): left out
-  uint64_t cut_short = 0;        // its next window or its exit came before any sync: left out
-  uint64_t no_iteration = 0;     // closed, but its iteration was gone (a run closed): left out
-  int64_t lag_ns_sum = 0;        // over closed_at_sync: how far the sync came after the end
+  uint64_t closed_at_end = 0;   // a sync returned in the window's tail: read at the end
+  uint64_t closed_at_sync = 0;  // read at the process's next sync, within the bound
+  uint64_t not_closed = 0;      // no sync within the bound: left out
+  uint64_t no_sync_probe = 0;   // the process had no sync probe (why in last_flag): left out
+  uint64_t cut_short = 0;       // its next window or its exit came before any sync: left out
+  uint64_t no_iteration = 0;    // closed, but its iteration was gone (a run closed): left out
+  int64_t lag_ns_sum = 0;       // over closed_at_sync: how far the sync came after the end
   int64_t lag_ns_max = 0;
-  std::string last_flag;         // the latest "window not closed by a sync: ..." note
+  std::string last_flag;  // the latest "window not closed by a sync: ..." note
   uint64_t kept() const { return closed_at_end + closed_at_sync; }
   uint64_t left_out() const { return not_closed + no_sync_probe + cut_short + no_iteration; }
 };
@@ -49,6 +49,7 @@ class CounterWindows {
 
   uint64_t user_space_windows() const { return count_; }
   uint64_t probe_windows() const { return probe_windows_; }
+  uint64_t probe_flagged() const { return probe_flagged_; }
   // Upper bound of the log2 bucket holding quantile q of the user-space offsets; 0 when none.
   uint64_t OffsetQuantileNs(double q) const;
 
@@ -64,6 +65,8 @@ class CounterWindows {
   uint64_t max_ns_ = 0;
   uint64_t probe_windows_ = 0;
   uint64_t probe_flagged_ = 0;  // windows a counted thread may be short in (sp_counter_flag)
+  // Of them, by flag (bit i of enum sp_counter_flag): one window may count under several.
+  std::array<uint64_t, 6> flagged_by_reason_{};
   GpuWindowCounts gpu_;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "agent/config/log.h"
@@ -287,12 +288,27 @@ void RunManager::CloseIdleRuns() {
     for (const auto& [pid, p] : registry_.all()) {
       if (!ProcessExists(options_.proc_root, pid)) gone.push_back(pid);
     }
+    // Gone before the source read their exits (issue 19: exit events seen late on a loaded
+    // node, or lost): the source's own exit path delivers each process's records still queued
+    // (end records are batched in the kernel) before its exit, all of them at once so that it
+    // ends them in the order they ended (a rank that died before the survivor is ended first:
+    // the run says it went on without it). Ending them here first closed runs short, and those
+    // records then came for a pid no longer known and were dropped.
+    if (source_ != nullptr && !gone.empty()) source_->ProcessesGone(gone);
+    std::map<int64_t, std::string> unordered;  // by run: pids ended here, in no known order
     for (pid_t pid : gone) {
-      // Gone before the source read its exit (issue 19: an exit event seen late on a loaded
-      // node): the source's own exit path delivers the process's records still queued (end
-      // records are batched in the kernel) before its exit. Ending it here first closed its
-      // run short, and those records then came for a pid no longer known and were dropped.
-      if (source_ != nullptr) source_->ProcessGone(pid);
+      const Proc* p = registry_.Find(pid);
+      if (p == nullptr) continue;
+      std::string& pids = unordered[p->run_id];
+      pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    }
+    for (const auto& [run_id, pids] : unordered) {
+      if (pids.find(',') == std::string::npos) continue;  // one process: no order to get wrong
+      SEQPOINT_LOG(kWarn, "run " + std::to_string(run_id) + ": pids " + pids +
+                              " were found gone from /proc with no exit reported: the order in "
+                              "which they ended is not known; they are ended in pid order");
+    }
+    for (pid_t pid : gone) {
       if (registry_.Find(pid) != nullptr) {
         OnProcessExit(ProcessExit{pid, false, std::nullopt, std::nullopt});
       }

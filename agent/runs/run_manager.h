@@ -102,7 +102,8 @@ class RunManager : public IterationSink {
   // Writes every run's changes, all runs in one transaction (run_persistence.h).
   Status Flush();
   // Ends the processes found gone from /proc whose exit the source has not reported (through
-  // the source's exit path, IterationSource::ProcessGone: their queued records first), and
+  // the source's exit path, IterationSource::ProcessesGone: their queued records first, in the
+  // order they ended), and
   // closes runs that have had no live process for idle_timeout_s.
   void CloseIdleRuns();
   // New options apply to runs created from now on (a reload).

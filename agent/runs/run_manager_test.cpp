@@ -5,7 +5,9 @@
 #include "agent/runs/run_manager.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -15,6 +17,7 @@
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
+using seqpoint::collectors::Collector;
 
 namespace {
 
@@ -45,15 +48,21 @@ class ThreeGroupCollector : public seqpoint::collectors::Collector {
   size_t group_ = 0;
 };
 
+// Runs grouped by process, a count budget each.
+RunManagerOptions ByPid(uint64_t budget) {
+  RunManagerOptions o;
+  o.group_by = *ParseRunGroupBy("pid");
+  o.selector.budget_count = budget;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("agent run manager: a collector's counter groups rotate over each SeqPoint's visits") {
   TempDir dir;
   auto store = Store::Open(dir.File("state.db"));
   REQUIRE(store.ok());
-  RunManagerOptions o;
-  o.group_by = *ParseRunGroupBy("pid");
-  o.selector.budget_count = 96;
+  RunManagerOptions o = ByPid(96);
   std::map<size_t, int> held;
   RunManager runs(
       store->get(),
@@ -89,4 +98,38 @@ TEST_CASE("agent run manager: a collector's counter groups rotate over each SeqP
     for (const Projection& p : s.projections) found = found || p.metric == metric;
     CHECK_MESSAGE(found, metric << " has no projection");
   }
+}
+
+// Issue 19: processes of one run found gone from /proc together, with no source to tell when
+// each ended (none here; the eBPF source reads the kernel's exit records first): they are ended,
+// and the log says their order is not known rather than implying one.
+TEST_CASE("agent run manager: processes found gone with no exit reported: their order is unknown") {
+  TempDir dir;
+  auto store = Store::Open(dir.File("state.db"));
+  REQUIRE(store.ok());
+  RunManagerOptions o = ByPid(50);
+  o.proc_root = dir.path();  // no process lives here: every one is gone
+  RunManager runs(
+      store->get(), [] { return std::vector<std::unique_ptr<Collector>>{}; }, o);
+  runs.OnProcessFound(ProcessInfo{101, 5, "rank0", "order-test"});
+  runs.OnProcessFound(ProcessInfo{102, 6, "rank1", "order-test"});
+  REQUIRE(runs.processes() == 2);
+  // The daemon logs to stderr: read it from a file for the call.
+  const std::string log = dir.File("stderr.log");
+  fflush(stderr);
+  const int saved = dup(2);
+  FILE* f = std::fopen(log.c_str(), "w");
+  REQUIRE(f != nullptr);
+  dup2(fileno(f), 2);
+  runs.CloseIdleRuns();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::fclose(f);
+  const std::string text = ReadFile(log);
+  CHECK(runs.processes() == 0);
+  CHECK(runs.runs_closed() == 1);
+  CHECK_MESSAGE(text.find("pids 101, 102 were found gone from /proc with no exit reported: the "
+                          "order in which they ended is not known") != std::string::npos,
+                text);
 }

@@ -123,17 +123,18 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                           "capacity; only where the fit holds (3 or more bins, R^2 >= 0.9). "
                           "extrapolated=\"1\": beyond twice the largest SL measured.");
   auto mcost = Gauge("seqpoint_run_measurement_cost_seconds",
-                     "The trainer's added time per measured iteration (base units), by how it "
-                     "is known: source=observer (the observer-effect check's controls) or "
+                     "The trainer's added time per measured iteration (base units), at least: "
+                     "the low end of its 95% interval, 0 where that covers no slowdown, by how "
+                     "it is known: source=observer (the observer-effect check's controls) or "
                      "measured (measured iterations against their SL's mean time).");
   auto moverhead = Gauge("seqpoint_run_measurement_overhead_ratio",
-                         "Share of the run's timed time that measuring added (cost per measured "
-                         "iteration x measured iterations / the iterations' time); "
-                         "runs.max_overhead caps it.");
+                         "Share of the run's timed time that measuring added, at least (the "
+                         "cost per measured iteration's low end x measured iterations / the "
+                         "iterations' time); runs.max_overhead caps it.");
   auto mlost = Counter("seqpoint_run_measurement_candidates_lost_total",
                        "Iterations the selector would have measured but could not: "
                        "reason=end_only (fed without a begin: the hooks were off) or "
-                       "over_overhead (declined by runs.max_overhead).");
+                       "over_overhead (thinned by runs.max_overhead).");
   auto mend_only = Counter("seqpoint_run_end_only_iterations_total",
                            "Iterations fed without a begin event (begin hooks off): timed from "
                            "their end alone, never measured.");
@@ -187,11 +188,11 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                        "training (runs.observer_effect_action = \"drop\").");
   auto energy_iters = Counter("seqpoint_run_energy_iterations_total",
                               "Iterations given a share of the node's energy.");
-  auto energy_unattr =
-      Counter("seqpoint_run_energy_unattributed_iterations_total",
-              "Timed iterations without energy: reason=shared (another run's process overlapped it and "
-              "reported no iteration past it within 60 s), "
-              "uncovered (counter read failed, or the iteration is older than the sample ring).");
+  auto energy_unattr = Counter(
+      "seqpoint_run_energy_unattributed_iterations_total",
+      "Timed iterations without energy: reason=shared (another run's process overlapped it and "
+      "reported no iteration past it within 60 s), "
+      "uncovered (counter read failed, or the iteration is older than the sample ring).");
   auto iters = Counter("seqpoint_run_iterations_total", "Iterations observed in the run.");
   auto measured = Counter("seqpoint_run_measured_iterations_total",
                           "Iterations measured by the collectors (the SeqPoints' cost).");
@@ -208,13 +209,12 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                           "holds the counters; profiler= the collector); 0, profiler empty, "
                           "while they run.");
   std::vector<MetricFamily*> all = {
-      &info,          &proj,       &low,       &high,       &steady,     &bounded,  &warmup,
-      &strata,        &changes,    &actual,    &error,      &within,     &excess,   &oe_ratio,
-      &oe_low,        &oe_high,    &oe_pairs,  &oe_flag,    &perturbed,  &left_out, &dropped,
-      &energy_iters,
-      &energy_unattr, &iters,      &measured,  &unobserved, &gap,        &points,   &allowed,
-      &bins,          &backed_off, &gmean,     &gmean_low,  &gmean_high, &gbounded, &gpeak,
-      &mem_exceed,    &mcost,      &moverhead, &mlost,      &mend_only};
+      &info,         &proj,          &low,        &high,      &steady,     &bounded,    &warmup,
+      &strata,       &changes,       &actual,     &error,     &within,     &excess,     &oe_ratio,
+      &oe_low,       &oe_high,       &oe_pairs,   &oe_flag,   &perturbed,  &left_out,   &dropped,
+      &energy_iters, &energy_unattr, &iters,      &measured,  &unobserved, &gap,        &points,
+      &allowed,      &bins,          &backed_off, &gmean,     &gmean_low,  &gmean_high, &gbounded,
+      &gpeak,        &mem_exceed,    &mcost,      &moverhead, &mlost,      &mend_only};
   SeriesCap cap(all, options.max_series);
   std::map<std::string, Labels> attribution;  // run -> labels every uploaded series carries
   for (const auto& [id, tracker] : runs.runs()) {
@@ -353,10 +353,10 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
     options.ledger->dropped = cap.dropped();
   }
   // Uploaded too: whatever a whole-run total stands on, including what was never seen.
-  std::vector<MetricFamily> out = {info,       proj,      low,        high,    steady,  bounded,
-                                   gap,        actual,    error,      within,  iters,   measured,
-                                   unobserved, oe_ratio,  oe_low,     oe_high, oe_flag, perturbed,
-                                   left_out,   gmean,     gmean_low,  gmean_high, gpeak};
+  std::vector<MetricFamily> out = {info,       proj,     low,       high,       steady,  bounded,
+                                   gap,        actual,   error,     within,     iters,   measured,
+                                   unobserved, oe_ratio, oe_low,    oe_high,    oe_flag, perturbed,
+                                   left_out,   gmean,    gmean_low, gmean_high, gpeak};
   if (for_upload) {
     AddAttribution(out, attribution);
     return out;

@@ -37,10 +37,9 @@ Result<std::unique_ptr<RunTracker>> RunTracker::Restore(
     selector::Decision d;
     const uint32_t n = std::max<uint32_t>(1, e.repeat);
     for (uint32_t i = 0; i < n; ++i) {
-      const uint64_t ordinal =
-          t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n,
-                 (e.flags & kIterationLogUnmeasurable) == 0, &d, nullptr,
-                 (e.flags & kIterationLogOverBudget) != 0);
+      const uint64_t ordinal = t.Feed(e.pid, e.iter, e.seq_len, e.batch, e.tokens / n,
+                                      (e.flags & kIterationLogUnmeasurable) == 0, &d, nullptr,
+                                      (e.flags & kIterationLogOverBudget) != 0);
       // The time strata (warm-up, changes) come back with the times; an aggregated entry
       // gives each of its iterations the mean.
       if (e.time_ns > 0) t.selector_.OnTime(ordinal, e.seq_len, e.batch, e.time_ns / n);
@@ -170,8 +169,8 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
     // decline. Before any begin has (begins_seen_), its time is the one measure there is: it may
     // be chosen for time alone, or a short run read after it ended would have no SeqPoint.
     const bool timed_only = !begins_seen_ && begin_ns > 0 && end_ns >= begin_ns;
-    p.ordinal = Feed(pid, iter, seq_len, batch, tokens, /*can_measure=*/timed_only, &p.decision,
-                     &p.log);
+    p.ordinal =
+        Feed(pid, iter, seq_len, batch, tokens, /*can_measure=*/timed_only, &p.decision, &p.log);
   }
   const int64_t now = WallNs();
   const bool timed = begin_ns > 0 && end_ns >= begin_ns;
@@ -218,7 +217,9 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
       AddValue(p.ordinal, mi, {"time_ns", time_ns, "ns"});
       // Against the SL's mean time so far (this one included): what measuring adds.
       if (!p.control && bin.time_count > 1) {
-        measured_ratio_sum_ += time_ns / (bin.time_ns_sum / static_cast<double>(bin.time_count));
+        const double ratio = time_ns / (bin.time_ns_sum / static_cast<double>(bin.time_count));
+        measured_ratio_sum_ += ratio;
+        measured_ratio_sumsq_ += ratio * ratio;
         ++measured_ratio_n_;
         UpdateMeasurementCost();
       }
@@ -347,12 +348,20 @@ MeasurementCost RunTracker::measurement_cost() const {
   (void)selector_.StratumPreciseEnough(&hw);
   c.stratum_half_width = std::isfinite(hw) ? hw : -1;
   const double mean = timed_iterations_ > 0 ? actual_time_ns_ / timed_iterations_ : 0;
+  // The low end of a 95% interval of the slowdown, never its point: on a busy machine the noise
+  // between iterations is far above a collector's cost, and a point estimate clamped at 0 could
+  // only err high (a live 2-core run read 4.26 ms where measuring cost ~0). A cost the
+  // interval cannot tell from 0 is 0: the overhead budget thins nothing for noise.
   if (observer_.all.valid) {
-    c.source = "observer";
-    c.per_measured_ns = std::max(0.0, observer_.all.ratio - 1) * mean;
+    c.source = "observer";  // the distribution-free interval of the controls' median ratio
+    c.per_measured_ns = std::max(0.0, observer_.all.low - 1) * mean;
   } else if (measured_ratio_n_ > 0) {
-    c.source = "measured";
-    c.per_measured_ns = std::max(0.0, measured_ratio_sum_ / measured_ratio_n_ - 1) * mean;
+    c.source = "measured";  // mean ratio less 1.96 standard errors (none below 2 ratios)
+    const double n = static_cast<double>(measured_ratio_n_);
+    const double m = measured_ratio_sum_ / n;
+    const double var = n >= 2 ? std::max(0.0, (measured_ratio_sumsq_ - n * m * m) / (n - 1)) : 0;
+    const double low = n >= 2 ? m - 1.96 * std::sqrt(var / n) : 1;
+    c.per_measured_ns = std::max(0.0, low - 1) * mean;
   }
   c.total_ns = c.per_measured_ns * static_cast<double>(c.measured);
   c.share = actual_time_ns_ > 0 ? c.total_ns / actual_time_ns_ : 0;

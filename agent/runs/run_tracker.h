@@ -42,8 +42,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/runs/counter_group.h"
 #include "agent/measure/observer_effect.h"
+#include "agent/runs/counter_group.h"
 #include "agent/store/run_model.h"
 #include "agent/store/store.h"
 #include "collectors/collector.h"
@@ -70,21 +70,22 @@ struct SelfCheck {
 
 // What measuring costs a run (runs.max_overhead, runs.target_error): show and /metrics.
 struct MeasurementCost {
-  // The trainer's added time per measured iteration, ns: from the observer-effect check's
-  // controls ("observer") once it has pairs, else from the measured iterations' times against
-  // their SL's mean ("measured"); 0 with source "none" while neither is known.
+  // The trainer's added time per measured iteration, ns, at least (the low end of a 95%
+  // interval, 0 where it covers no slowdown): from the observer-effect check's controls
+  // ("observer") once it has pairs, else from the measured iterations' times against their
+  // SL's mean ("measured"); 0 with source "none" while neither is known.
   double per_measured_ns = 0;
   std::string source = "none";
-  double total_ns = 0;         // per_measured_ns x measured iterations
-  double share = 0;            // of the run's timed time (total_ns / the iterations' time)
-  double max_overhead = 0;     // runs.max_overhead (0: no cap)
-  double target_error = 0;     // runs.target_error (0: off)
+  double total_ns = 0;            // per_measured_ns x measured iterations
+  double share = 0;               // of the run's timed time (total_ns / the iterations' time)
+  double max_overhead = 0;        // runs.max_overhead (0: no cap)
+  double target_error = 0;        // runs.target_error (0: off)
   double stratum_half_width = 0;  // the current stratum's relative 95% half-width (<0: unknown)
   uint64_t measured = 0;
-  uint64_t end_only = 0;       // since start: iterations fed without a begin (hooks off)
-  uint64_t missed = 0;         // of those, candidates lost ("cannot measure")
-  uint64_t over_budget = 0;    // since start: candidates declined by runs.max_overhead
-  bool hooks_wanted = false;   // whether the next iteration gets begin hooks
+  uint64_t end_only = 0;      // since start: iterations fed without a begin (hooks off)
+  uint64_t missed = 0;        // of those, candidates lost ("cannot measure")
+  uint64_t over_budget = 0;   // since start: candidates declined by runs.max_overhead
+  bool hooks_wanted = false;  // whether the next iteration gets begin hooks
 };
 
 // A closed run's observer effect and self-checks, rebuilt from what the store holds (its
@@ -283,7 +284,7 @@ class RunTracker {
   int64_t saved_at_ns_ = -1;
   uint64_t timed_iterations_ = 0;
   // Measured iterations' time over their SL's mean time so far (for MeasurementCost).
-  double measured_ratio_sum_ = 0;
+  double measured_ratio_sum_ = 0, measured_ratio_sumsq_ = 0;
   uint64_t measured_ratio_n_ = 0;
   void UpdateMeasurementCost();
   double actual_time_ns_ = 0;

@@ -35,9 +35,12 @@
 // parent reaps; a non-zero code or a signal marks the run crashed. A process that exits with an
 // iteration open (the probes flag it SP_FLAG_EXITED) is crashed too, whatever its status. A
 // process whose exit event was lost (found gone by the liveness check, or by the daemon's idle
-// check: ProcessGone) has no status. Not so for zero-code: SL calls after the last boundary
-// (evaluation, checkpointing) look like an open iteration at any exit, so there the exit status
-// alone decides. Every exit path delivers the process's queued records before its exit (OnGone).
+// check: ProcessesGone) gets the status and exit time the kernel recorded
+// (probes/discovery/process_discovery.h), and processes end in the order they really ended;
+// only one with no record has no status, and the log says its place in that order is unknown. Not
+// so for zero-code: SL calls after the last boundary (evaluation, checkpointing) look like an open
+// iteration at any exit, so there the exit status alone decides. Every exit path delivers the
+// process's queued records before its exit (OnGone).
 #include <time.h>
 #include <unistd.h>
 
@@ -180,9 +183,11 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
       return;
     }
     if (!armed_.insert(pid).second) return;
+    // Counters first: a begin hooked before they count (arming attaches a tracepoint, 6-14 ms)
+    // would measure its iteration's time with no counter and no flag saying why.
+    ArmCounters(pid);
     Status st = probes_->WantSeqLen(static_cast<int>(pid), SP_ANY_SEQ_LEN, 0xffffffffu);
     if (!st.ok()) SEQPOINT_LOG(kWarn, "begin hooks: " + st.message());
-    ArmCounters(pid);
   }
 
   std::vector<std::string> ProbeCounterEvents(pid_t pid) const override {
@@ -311,13 +316,25 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     return true;
   }
 
-  // Its exit event first, when it is queued (its status with it); else (the event lost) it is
-  // ended here, the same way, without a status. Either way OnGone delivers its queued records
-  // before the exit.
-  void ProcessGone(pid_t pid) override {
-    if (stopped_ || known_.count(pid) == 0) return;
+  // Their exit events first, when queued; then discovery reports every exit the kernel
+  // recorded (events lost), in the order they ended, and the rest as unknown in that order.
+  // A pid discovery does not watch is ended here without a status. Either way OnGone delivers
+  // its queued records before the exit.
+  void ProcessesGone(const std::vector<pid_t>& pids) override {
+    if (stopped_) return;
+    std::vector<int> ours;
+    for (pid_t pid : pids) {
+      if (known_.count(pid) != 0) ours.push_back(pid);
+    }
+    if (ours.empty()) return;
     PollDiscovery();
-    if (known_.count(pid) != 0) OnGone(pid, std::nullopt);
+    discovery_->ReportGone(ours);
+    std::vector<int> left;
+    for (int pid : ours) {
+      if (known_.count(pid) != 0) left.push_back(pid);
+    }
+    if (left.size() > 1) LogOrderUnknown(left, "no exit reported by discovery");
+    for (int pid : left) OnGone(pid, std::nullopt);
   }
 
   // probes::DiscoveryListener
@@ -361,7 +378,23 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     return true;
   }
 
+  void OnExitOrderUnknown(const std::vector<int>& pids) override {
+    LogOrderUnknown(pids,
+                    "exit events lost and no exit recorded by the kernel (its record full, or "
+                    "the process ended as it was being watched)");
+  }
+
   void OnGone(int pid, const std::optional<probes::ExitStatus>& how) override {
+    if (how && how->from_record && known_.count(pid) != 0) {
+      const uint64_t lost = discovery_->stats().lost;
+      SEQPOINT_LOG(kInfo, "pid " + std::to_string(pid) + ": " +
+                              (lost > 0 ? "its exit event was lost (discovery's ring buffer "
+                                          "was full: " +
+                                              std::to_string(lost) + " events lost so far)"
+                                        : "its exit event is not read yet") +
+                              "; ended as the kernel recorded it: " + how->Describe() +
+                              ", in the order the processes ended");
+    }
     probes_->DetachPid(pid);  // delivers queued records, open iterations flagged EXITED
     if (collectives_) collectives_->DetachPid(pid);
     if (syncs_) syncs_->Detach(pid);
@@ -444,6 +477,14 @@ class EbpfSource : public IterationSource, probes::ProbeEventSink, probes::Disco
     ProcessInfo info = it->second;
     unannounced_.erase(it);
     Announce(info);
+  }
+  static void LogOrderUnknown(const std::vector<int>& pids, const std::string& why) {
+    std::string list;
+    for (int pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
+    SEQPOINT_LOG(kWarn, "pids " + list + " were found gone with " + why +
+                            ": the order in which they ended, among themselves and the "
+                            "processes ended with them, is not known; they are ended now in "
+                            "pid order, without their exit status");
   }
   static std::string ZeroCodeNames(const std::vector<probes::ZeroCodeProbe>& probes) {
     std::string out;

@@ -205,12 +205,14 @@ class IterationSource {
   // rather than missing it. The daemon calls OnStateSaved after every successful save of the
   // runs (RunManager::Flush).
   virtual void OnStateSaved() {}
-  // The daemon found `pid` gone from /proc before the source reported its exit (an exit event
-  // read late, or lost). The source reports it now through its own exit path: the records it
-  // still holds of the process (end records batched in the kernel, an iteration left open)
-  // first, then OnProcessExit, with the exit status when it has it. A source that does not know
-  // the pid (or has no live processes) does nothing: the daemon then ends the process itself.
-  virtual void ProcessGone(pid_t pid) { (void)pid; }
+  // The daemon found `pids` gone from /proc (all at one check) before the source reported
+  // their exits (exit events read late, or lost). The source reports them now through its own
+  // exit path, in the order the processes really ended (the eBPF source: the kernel's exit
+  // records): for each, the records it still holds of the process (end records batched in the
+  // kernel, an iteration left open) first, then OnProcessExit, with the exit status when it has
+  // it. A source that does not know a pid (or has no live processes) leaves it: the daemon then
+  // ends the process itself.
+  virtual void ProcessesGone(const std::vector<pid_t>& pids) { (void)pids; }
   // Processes whose probes a previous daemon left attached (pinned), alive or gone since: the
   // daemon keeps their runs open (RunManager::Resume), and the source reports the gone ones'
   // exits once it has delivered their records.

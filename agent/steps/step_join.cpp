@@ -161,6 +161,16 @@ void StepJoin::RemoveRank(pid_t pid, const std::string& reason) {
       s.dropped = true;
     }
   }
+  // Ranks found lagging only because this one led (it began an iteration far ahead, e.g. the
+  // one it died in): measured against the ranks left, they are expected again. Else the empty
+  // step it left is emitted, and every later step of the others is dropped as late.
+  const int64_t leader = Leader();
+  for (auto& [other_pid, r] : ranks_) {
+    if (r.status == RankStatus::kLagging &&
+        leader - r.progress <= static_cast<int64_t>(lag_steps_)) {
+      r.status = RankStatus::kLive;
+    }
+  }
   Advance();
 }
 

@@ -192,6 +192,27 @@ TEST_CASE("step join: a rank that crashes mid-step: the step goes on with the re
   CHECK(d.Value(d.steps[2], "perf:task-clock") == 7);
 }
 
+// Issue 19: a rank that begins one more iteration far ahead (its exit-mid marker, a global
+// step) and dies in it led the join there: the survivor was lagging, the empty step was emitted
+// when the dead rank was removed, and every later step of the survivor was dropped as late.
+TEST_CASE("step join: a rank that dies in an iteration far ahead: the survivor's steps go on") {
+  Driver d;
+  d.join.AddRank(1, 0);
+  d.join.AddRank(2, 1);
+  for (uint64_t i = 0; i < 5; ++i) d.Both(i, 10, 12, 20 * i);
+  d.Begin(2, 999'999'999, 16, 200);  // begun, never ended: it dies inside
+  d.join.RemoveRank(2, "exited with status 0 in the middle of an iteration");
+  d.Drain();
+  for (uint64_t i = 5; i < 10; ++i) {
+    d.Begin(1, i, 10, 20 * i);
+    d.End(1, i, 10, 20 * i, 20 * i + 8, 7);
+  }
+  size_t survivor_steps = 0;
+  for (const JoinedStep& s : d.steps) survivor_steps += s.iter >= 5 && s.iter < 10;
+  CHECK(survivor_steps == 5);
+  CHECK(d.join.ranks().at(1).late == 0);
+}
+
 TEST_CASE("step join: ranks with different iteration counts") {
   Driver d;
   d.join.AddRank(1, 0);

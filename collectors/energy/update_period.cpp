@@ -22,8 +22,8 @@ bool UpdatePeriodProbe::Add(const CounterRead& r) {
   if (!first_) first_ = r;
   const bool changed = last_ && r.value != last_->value;
   if (changed) {
-    ++changes_;
     const std::pair<int64_t, int64_t> bracket{last_->t0_ns, r.t1_ns};
+    if (changes_++ == 0) first_change_lo_ = bracket.first;
     if (last_change_) {
       const auto& [a_lo, a_hi] = *last_change_;
       const int64_t gap = (bracket.first + bracket.second) / 2 - (a_lo + a_hi) / 2;
@@ -57,6 +57,9 @@ UpdatePeriod UpdatePeriodProbe::Estimate() const {
   out.gaps = gaps_;
   out.read_ns = read_ns_;
   if (first_) out.spent_ns = last_->t1_ns - first_->t0_ns;
+  if (changes_ >= 2) {
+    out.changes_bound_ns = (last_change_->second - first_change_lo_) / (changes_ - 1);
+  }
   if (gaps_ > 0) {
     out.period_ns = gap_sum_ / gaps_;
   } else if (bound_) {

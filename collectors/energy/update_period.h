@@ -28,7 +28,8 @@
 //    most that span / (n - 1); the smallest such bound is reported, flagged (upper_bound): the
 //    safe side for both users (a window of 10 periods holds 10 updates; a read's value is at most
 //    one period old). kRunChanges changes in a row end the reading: no gap will be tight.
-//  - Neither (the counter never moved, or every change was between late reads): unknown, and why.
+//  - Neither (the counter never moved, or every change was between late reads): unknown, and why;
+//    with two changes or more, changes_bound_ns still bounds it from above, however loosely.
 //
 // Pure except MeasureUpdatePeriod, which calls the read it is given (and sleeps for spacing).
 #pragma once
@@ -59,6 +60,11 @@ struct UpdatePeriod {
   int64_t read_ns = 0;   // the reads' own time, summed
   Status read_error;     // the read that ended the measurement, when one failed
   std::string why_not;   // when period_ns is empty
+  // With 2 changes or more, tight or not: n changes are n distinct updates inside
+  // [the first change's bracket start, the last one's end], so a steady counter's period is at
+  // most that span / (n - 1). Loose where late reads left long stretches unseen; for a user that
+  // needs some safe-side value where period_ns is empty (the node energy reader).
+  std::optional<int64_t> changes_bound_ns;
 
   // "100.0 ms (mean of 4 gaps between changes seen by on-time reads; 41 reads over 520.3 ms)",
   // "3.1 ms or less (reads slower than the counter: ...)", or why_not.
@@ -87,6 +93,7 @@ class UpdatePeriodProbe {
   int run_changes_ = 0;       // changes in a row, up to last_
   int64_t run_start_t0_ = 0;  // t0 of the read before the run's first change
   std::optional<std::pair<int64_t, int64_t>> last_change_;  // its bracket
+  int64_t first_change_lo_ = 0;                             // the first change's bracket start
   int reads_ = 0, changes_ = 0, gaps_ = 0;
   int64_t gap_sum_ = 0, read_ns_ = 0;
   std::optional<int64_t> bound_;  // the smallest span / (n - 1) of n changes in a row

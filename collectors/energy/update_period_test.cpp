@@ -206,6 +206,42 @@ TEST_CASE("update period: reads slower than the counter give an upper bound, fla
   CHECK(frozen.Estimate().period_ns == 0);
 }
 
+TEST_CASE("update period: every change between late reads: unknown, but bounded by the changes") {
+  // What the energy e2e's reader met on a loaded 2-core VM (the firmware double's 1.3 ms
+  // counter, reads of 50 us): the counter moved between two reads only where the reader was
+  // preempted (10-250 ms), never between two on-time reads, so no gap is tight and no two
+  // changes are in a row.
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> preempt(10 * kMs, 250 * kMs);
+  UpdatePeriodProbe p;
+  const int64_t period = 1'300'000;
+  int64_t t = 1'000'000'000;
+  const int pairs = 20;
+  for (int k = 0; k < pairs; ++k) {  // two on-time reads (the counter still), then preempted
+    const double value = static_cast<double>(t / period);
+    p.Add({t, t + 50'000, value});
+    p.Add({t + 60'000, t + 110'000, value});
+    t += 110'000 + preempt(rng);
+  }
+  const UpdatePeriod e = p.Estimate();
+  CHECK_FALSE(e.period_ns);
+  CHECK(e.gaps == 0);
+  CHECK(e.changes == pairs - 1);
+  CHECK(e.why_not.find("were all between late reads") != std::string::npos);
+  // n changes are n distinct updates inside the span of their brackets: at most span / (n - 1),
+  // never under the true period, however loose.
+  REQUIRE(e.changes_bound_ns);
+  CHECK(*e.changes_bound_ns >= period);
+  CHECK(*e.changes_bound_ns <= 250 * kMs * 19 / 18 + kMs);  // 19 stretches over 18
+  MESSAGE("changes bound " << *e.changes_bound_ns / 1e6 << " ms for a " << period / 1e6
+                           << " ms counter (" << e.changes << " changes)");
+  // Fewer than two changes bound nothing.
+  UpdatePeriodProbe one;
+  one.Add({0, 10, 1});
+  one.Add({20, 30, 2});
+  CHECK_FALSE(one.Estimate().changes_bound_ns);
+}
+
 TEST_CASE("update period: a failed read leaves it unknown with its reason, and the caps hold") {
   int calls = 0;
   const UpdatePeriod p = MeasureUpdatePeriod([&]() -> Result<CounterRead> {

@@ -98,6 +98,7 @@ Result<std::unique_ptr<CollectiveProbes>> CollectiveProbes::Create(
 }
 
 CollectiveProbes::~CollectiveProbes() {
+  reaper_.reset();  // closes the detached processes' links, joins its thread
   links_.clear();
   ring_.reset();
   if (skel_ != nullptr) collective_probe_bpf__destroy(skel_);
@@ -111,6 +112,8 @@ Result<int> CollectiveProbes::AttachPid(int pid) {
                     " maps no known collective function (gloo through libtorch_cpu.so, NCCL, "
                     "RCCL): its arrivals are not timed");
   }
+  if (links_.count(pid) == 0) reaper_->WaitFor(pid);  // detached moments ago: old links go first
+  const LinkReaper::AttachGuard attaching = reaper_->Attaching();  // no libbpf destroy meanwhile
   std::vector<Link>& links = links_[pid];
   int added = 0;
   for (const CollectiveTarget& t : *targets) {
@@ -136,7 +139,14 @@ Result<int> CollectiveProbes::AttachPid(int pid) {
   return added;
 }
 
-void CollectiveProbes::DetachPid(int pid) { links_.erase(pid); }
+void CollectiveProbes::DetachPid(int pid) {
+  auto it = links_.find(pid);
+  if (it == links_.end()) return;
+  std::vector<LinkPtr> links;
+  for (Link& l : it->second) links.push_back(std::move(l.link));
+  links_.erase(it);
+  reaper_->Add(pid, std::move(links));
+}
 
 std::vector<std::string> CollectiveProbes::Attached(int pid) const {
   std::vector<std::string> out;
@@ -158,6 +168,8 @@ Result<int> CollectiveProbes::Poll(int timeout_ms,
     if (size < sizeof(sp_collective_event)) return;
     const auto* e = static_cast<const sp_collective_event*>(data);
     ++received_;
+    const int pid = static_cast<int>(e->pid);
+    if (links_.count(pid) == 0 && reaper_->Pending(pid)) return;  // made as it was detached
     sink({e->pid, e->tid, e->ts_ns, e->function});
   });
   ring_->Commit();

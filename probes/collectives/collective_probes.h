@@ -31,6 +31,7 @@
 
 #include "common/status.h"
 #include "probes/libbpf_util.h"
+#include "probes/link_reaper.h"
 #include "probes/ring_reader.h"
 
 struct collective_probe_bpf;
@@ -89,6 +90,8 @@ class CollectiveProbes {
   // it loads a library (idempotent). Returns the number of new attachments; NotFound names the
   // process when it maps none (not a fault: a process that never communicates).
   Result<int> AttachPid(int pid);
+  // Returns at once: the links are closed on a worker thread (link_reaper.h, ~100 ms a uprobe);
+  // arrivals a live process makes meanwhile are dropped, and AttachPid of it waits for them.
   void DetachPid(int pid);
   bool IsAttached(int pid) const { return links_.count(pid) > 0; }
   // "gloo:_ZN4c10d16ProcessGroupGloo9allreduce... in /usr/lib/.../libtorch_cpu.so.1.13.0", ...
@@ -110,6 +113,7 @@ class CollectiveProbes {
     LinkPtr link;
   };
   std::map<int, std::vector<Link>> links_;  // declared after skel_: destroyed first
+  std::unique_ptr<LinkReaper> reaper_ = std::make_unique<LinkReaper>();  // detached links
   uint64_t received_ = 0;
 };
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "probes/discovery/proc_reader.h"
@@ -119,6 +120,10 @@ int ProcessDiscovery::OnRecord(void* ctx, void* data, size_t size) {
       self->pending_.erase(pid);
       self->last_examined_.erase(pid);
       self->libs_changed_.erase(pid);
+      // Processes that ended before it and whose events were lost (or are behind in the ring)
+      // are reported first: the order of ends is the kernel's, not the ring's.
+      self->EndRecordedExits(e.time_ns, pid);
+      self->skel_->TakeExit(pid);  // the event says it all
       if (self->watched_.count(pid) > 0) {
         self->Forget(pid);
         self->listener_->OnGone(pid, ExitStatus::FromWaitStatus(static_cast<int>(e.exit_status)));
@@ -204,8 +209,7 @@ void ProcessDiscovery::Examine(int pid) {
     // the tracepoint fires before the parent can reap it. Handle that first.
     (void)ring_buffer__consume(ring_.get());
     if (watched_.count(pid) == 0) return;
-    Forget(pid);
-    listener_->OnGone(pid, std::nullopt);
+    EndGone({pid});
   }
 }
 
@@ -223,6 +227,57 @@ Status ProcessDiscovery::WatchSince(int pid, uint64_t start_time, uint64_t since
 void ProcessDiscovery::Forget(int pid) {
   watched_.erase(pid);
   skel_->Unwatch(pid);
+  skel_->TakeExit(pid);  // a record of it now is stale: nobody asks for it any more
+}
+
+void ProcessDiscovery::ReportGone(const std::vector<int>& pids) {
+  (void)ring_buffer__consume(ring_.get());
+  std::vector<int> watched;
+  for (int pid : pids) {
+    if (watched_.count(pid) > 0) watched.push_back(pid);
+  }
+  EndGone(watched);
+}
+
+size_t ProcessDiscovery::EndRecordedExits(uint64_t until_ns, int except) {
+  auto recorded = skel_->RecordedExits();
+  // By the kernel's exit time: the one order key that survives a lost event. (A last iteration
+  // record only bounds an exit from below, and /proc forgets a process once it is reaped.)
+  std::sort(recorded.begin(), recorded.end(),
+            [](const auto& a, const auto& b) { return a.second.time_ns < b.second.time_ns; });
+  size_t ended = 0;
+  for (const auto& [pid, x] : recorded) {
+    if (pid == except || x.time_ns > until_ns) continue;
+    skel_->TakeExit(pid);
+    // Not ours any more (an exec replaced it), or the exit of an earlier process of that pid
+    // (the watch began after it: its pid was reused, and the new process is the one watched).
+    auto w = watched_.find(pid);
+    if (w == watched_.end() || x.time_ns < w->second.since_ns) continue;
+    Forget(pid);
+    ExitStatus how = ExitStatus::FromWaitStatus(static_cast<int>(x.exit_status));
+    how.from_record = true;
+    how.time_ns = x.time_ns;
+    ++stats_.exits_from_record;
+    ++ended;
+    listener_->OnGone(pid, how);
+  }
+  return ended;
+}
+
+void ProcessDiscovery::EndGone(const std::vector<int>& pids) {
+  const size_t recorded = EndRecordedExits(UINT64_MAX, 0);
+  std::vector<int> unknown;
+  for (int pid : pids) {
+    if (watched_.count(pid) > 0) unknown.push_back(pid);
+  }
+  if (unknown.empty()) return;
+  stats_.exits_unrecorded += unknown.size();
+  // One process alone has no order to get wrong.
+  if (unknown.size() + recorded > 1) listener_->OnExitOrderUnknown(unknown);
+  for (int pid : unknown) {
+    Forget(pid);
+    listener_->OnGone(pid, std::nullopt);
+  }
 }
 
 bool ProcessDiscovery::HookLinker(const std::vector<Mapping>& mapped) {
@@ -283,11 +338,8 @@ void ProcessDiscovery::CheckLiveness() {
     auto id = ReadProcessIdentity(options_.proc_root, pid);
     if (!id.ok() || id->start_time != w.start_time) gone.push_back(pid);
   }
-  for (int pid : gone) {
-    ++stats_.stale_detached;
-    Forget(pid);
-    listener_->OnGone(pid, std::nullopt);
-  }
+  stats_.stale_detached += gone.size();
+  EndGone(gone);
 }
 
 DiscoveryStats ProcessDiscovery::stats() const {

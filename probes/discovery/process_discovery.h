@@ -8,6 +8,12 @@
 //    their own), attached for all processes at once.
 //  - An exit tracepoint reports the exit of watched processes (those the listener attached),
 //    with the wait status their parent reaps (exit code, fatal signal, core dump).
+//  - The kernel also keeps each watched process's exit (time and wait status) in a map a full
+//    ring cannot drop: processes are ended in the order they really ended, whether their exit
+//    events were read or lost (an exit event is preceded by every recorded exit before it), and
+//    a process found gone whose event was lost still gets its status. Only a process with no
+//    record (the map full) ends without one, and the listener is told that its place in the
+//    order is not known (OnExitOrderUnknown), never given an invented one.
 //  - Lost events (ring buffer full) and missing ld.so hooks are covered by a periodic rescan
 //    (rescan_interval_s), and watched pids are checked for liveness and pid reuse
 //    (start time) every few seconds, so a lost exit cannot leave a stale attachment. The
@@ -31,9 +37,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "probes/libbpf_util.h"
 #include "probes/discovery/process_watch_skeleton.h"
 #include "probes/discovery/target_finder.h"
+#include "probes/libbpf_util.h"
 
 namespace seqpoint::probes {
 
@@ -43,6 +49,10 @@ struct ExitStatus {
   int exit_code = 0;  // exit(n) or exit_group(n) & 0xff; 0 when killed by a signal
   int signal = 0;     // the fatal signal; 0 when it exited
   bool core_dumped = false;
+  // Read from the kernel's exit record, not from the exit event (lost, or still behind in the
+  // ring): the process was found gone, or ended before a process whose exit was read.
+  bool from_record = false;
+  uint64_t time_ns = 0;  // when it ended (CLOCK_MONOTONIC); 0 when not known
   static ExitStatus FromWaitStatus(int wait_status);
   std::string Describe() const;  // "exit status 3", "killed by signal 9 (SIGKILL)", ...
 };
@@ -60,6 +70,10 @@ class DiscoveryListener {
   // A watched process loaded or unloaded libraries (after its re-examination, once per burst
   // of loads): what it maps may have changed, e.g. a profiler's library.
   virtual void OnLibrariesChanged(int pid) { (void)pid; }
+  // Called just before OnGone(pid, nullopt) for each of `pids`: processes found gone whose
+  // exits the kernel did not record (events lost too), ended with others (recorded ones, or
+  // each other): where they belong in the order of ends is not known.
+  virtual void OnExitOrderUnknown(const std::vector<int>& pids) { (void)pids; }
 };
 
 struct DiscoveryOptions {
@@ -76,10 +90,12 @@ struct DiscoveryStats {
   uint64_t library_loads = 0;
   uint64_t exits = 0;
   uint64_t examined = 0;
-  uint64_t lost = 0;            // BPF side: lifecycle events the ring buffer had no room for
-  uint64_t rescans = 0;         // full /proc scans (start, periodic, after a loss)
-  uint64_t stale_detached = 0;  // watched pids found dead or reused by the liveness check
-  int linkers_hooked = 0;       // distinct ld.so files with a _dl_debug_state uprobe
+  uint64_t lost = 0;               // BPF side: lifecycle events the ring buffer had no room for
+  uint64_t rescans = 0;            // full /proc scans (start, periodic, after a loss)
+  uint64_t stale_detached = 0;     // watched pids found dead or reused by the liveness check
+  uint64_t exits_from_record = 0;  // exits read from the kernel's record (event lost or behind)
+  uint64_t exits_unrecorded = 0;   // processes found gone with neither event nor record
+  int linkers_hooked = 0;          // distinct ld.so files with a _dl_debug_state uprobe
   std::vector<std::string> linker_errors;
 };
 
@@ -104,6 +120,10 @@ class ProcessDiscovery {
   void Examine(int pid);
   // Report this pid's exit (the listener attached it on its own).
   Status Watch(int pid, uint64_t start_time);
+  // The owner found these processes gone (its own check of /proc) before their exits were
+  // reported: the exit events queued are read, then every exit the kernel recorded is
+  // reported in the order they ended, then the watched `pids` left (no record) as unknown.
+  void ReportGone(const std::vector<int>& pids);
   // Replaces the zero-code probe set (a config reload; the listener's IterationProbes gets the
   // same set) and rescans <proc_root> at once, so running processes that map a newly configured
   // library are found now, not at the next periodic rescan.
@@ -123,6 +143,12 @@ class ProcessDiscovery {
   // every: also the watched processes whose library loads are reported (after a loss).
   void Rescan(bool every = true);
   void CheckLiveness();
+  // Reports (OnGone, from the record) every watched process the kernel recorded as exited at
+  // or before until_ns, but `except`, in the order they ended; returns how many.
+  size_t EndRecordedExits(uint64_t until_ns, int except);
+  // Watched `pids` found gone: the recorded exits first (EndRecordedExits), then those without
+  // a record, as unknown in the order (OnExitOrderUnknown).
+  void EndGone(const std::vector<int>& pids);
   void Forget(int pid);
 
   DiscoveryOptions options_;

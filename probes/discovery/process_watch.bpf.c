@@ -37,6 +37,15 @@ struct {
   __type(value, __u8);
 } watched SEC(".maps");
 
+/* Exits of watched processes not taken by the user side yet (process_watch.h: sp_proc_exit).
+ * At most one per watched pid, taken when its event is read or its process found gone. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32); /* tgid */
+  __type(value, struct sp_proc_exit);
+} exits SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, SP_PROC_STAT_COUNT);
@@ -49,9 +58,13 @@ static __always_inline void count(__u32 stat) {
   if (v) *v += 1;
 }
 
-/* Exec and exit wake the consumer (when it has caught up: flags 0); library loads come in
- * bursts and wait for its next timed poll. */
-static __always_inline void emit(__u32 pid, __u32 kind, __u32 exit_status) {
+/* Exec wakes the consumer when it has caught up (flags 0); library loads come in bursts and
+ * wait for its next poll (no wake-up). An exit of a watched process always wakes it
+ * (BPF_RB_FORCE_WAKEUP): with flags 0 it did only when the ring was empty, and any process's
+ * library load left a record there that woke nobody, so a busy node (an exec storm: each
+ * process start loads libraries) read a training process's exit up to probes.poll_interval_ms
+ * late. Only watched processes get here (sp_exit), so the node's other exits add no wake-up. */
+static __always_inline void emit(__u32 pid, __u32 kind, __u32 exit_status, __u64 time_ns) {
   struct sp_proc_event* e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
   if (!e) {
     count(SP_PROC_STAT_LOST);
@@ -59,17 +72,19 @@ static __always_inline void emit(__u32 pid, __u32 kind, __u32 exit_status) {
   }
   e->pid = pid;
   e->kind = kind;
-  e->time_ns = bpf_ktime_get_ns();
+  e->time_ns = time_ns;
   bpf_get_current_comm(e->comm, sizeof(e->comm));
   e->exit_status = exit_status;
   e->reserved = 0;
-  bpf_ringbuf_submit(e, kind == SP_PROC_LIBS_CHANGED ? BPF_RB_NO_WAKEUP : 0);
+  bpf_ringbuf_submit(e, kind == SP_PROC_LIBS_CHANGED ? BPF_RB_NO_WAKEUP
+                       : kind == SP_PROC_EXIT        ? BPF_RB_FORCE_WAKEUP
+                                                     : 0);
   count(SP_PROC_STAT_EVENTS);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sp_exec, struct task_struct* p) {
-  emit(BPF_CORE_READ(p, tgid), SP_PROC_EXEC, 0);
+  emit(BPF_CORE_READ(p, tgid), SP_PROC_EXEC, 0, bpf_ktime_get_ns());
   return 0;
 }
 
@@ -99,12 +114,16 @@ int BPF_PROG(sp_exit, struct task_struct* p) {
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0; /* other threads live on */
   __u32 pid = BPF_CORE_READ(p, tgid);
   if (bpf_map_delete_elem(&watched, &pid) != 0) return 0; /* not a process we watch */
-  emit(pid, SP_PROC_EXIT, exit_status_of(p));
+  /* Recorded before the event: the event may find the ring full, the record cannot be lost
+   * that way (the map holds as many entries as `watched`). */
+  struct sp_proc_exit x = {.time_ns = bpf_ktime_get_ns(), .exit_status = exit_status_of(p)};
+  if (bpf_map_update_elem(&exits, &pid, &x, BPF_ANY) != 0) count(SP_PROC_STAT_EXIT_UNRECORDED);
+  emit(pid, SP_PROC_EXIT, x.exit_status, x.time_ns);
   return 0;
 }
 
 SEC("uprobe")
 int sp_dl_state(struct pt_regs* ctx) {
-  emit(bpf_get_current_pid_tgid() >> 32, SP_PROC_LIBS_CHANGED, 0);
+  emit(bpf_get_current_pid_tgid() >> 32, SP_PROC_LIBS_CHANGED, 0, bpf_ktime_get_ns());
   return 0;
 }

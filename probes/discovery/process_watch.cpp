@@ -68,6 +68,24 @@ void ProcessWatchSkeleton::Unwatch(int pid) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.watched), &pid);
 }
 
+std::vector<std::pair<int, sp_proc_exit>> ProcessWatchSkeleton::RecordedExits() const {
+  std::vector<std::pair<int, sp_proc_exit>> out;
+  const int fd = bpf_map__fd(skel_->maps.exits);
+  // Few entries (exits not taken yet): a walk of the keys, each looked up. An entry the kernel
+  // adds meanwhile is seen now or at the next walk.
+  uint32_t key = 0, next = 0;
+  for (const uint32_t* prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+    key = next;
+    sp_proc_exit x{};
+    if (bpf_map_lookup_elem(fd, &key, &x) == 0) out.emplace_back(static_cast<int>(key), x);
+  }
+  return out;
+}
+
+bool ProcessWatchSkeleton::TakeExit(int pid) {
+  return bpf_map_delete_elem(bpf_map__fd(skel_->maps.exits), &pid) == 0;
+}
+
 int ProcessWatchSkeleton::events_fd() const { return bpf_map__fd(skel_->maps.proc_events); }
 
 std::array<uint64_t, SP_PROC_STAT_COUNT> ProcessWatchSkeleton::ReadStats() const {

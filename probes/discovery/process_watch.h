@@ -32,9 +32,22 @@ struct sp_proc_event {
 };
 SP_PW_STATIC_ASSERT(sizeof(struct sp_proc_event) == 40, "sp_proc_event layout");
 
+/* The exit of a watched process as the kernel saw it, kept in the `exits` map (tgid -> this)
+ * until the user side takes it: a ring buffer full at that moment drops the exit event, never
+ * this record, so the user side still knows when (time_ns, CLOCK_MONOTONIC, the same clock as
+ * the event's) and how (exit_status, as in sp_proc_event) each process ended, and in which
+ * order processes found gone together really ended. */
+struct sp_proc_exit {
+  __u64 time_ns;
+  __u32 exit_status;
+  __u32 reserved; /* 0 */
+};
+SP_PW_STATIC_ASSERT(sizeof(struct sp_proc_exit) == 16, "sp_proc_exit layout");
+
 enum sp_proc_stat {
   SP_PROC_STAT_EVENTS = 0,
   SP_PROC_STAT_LOST, /* ring buffer full: the user side falls back to a /proc rescan */
+  SP_PROC_STAT_EXIT_UNRECORDED, /* exits map full: an exit whose event may be lost too */
   SP_PROC_STAT_COUNT,
 };
 

@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "probes/libbpf_util.h"
-#include "probes/discovery/process_watch.h"
 #include "common/status.h"
+#include "probes/discovery/process_watch.h"
+#include "probes/libbpf_util.h"
 
 struct process_watch_bpf;
 
@@ -31,6 +32,12 @@ class ProcessWatchSkeleton {
   // Exit events are reported for watched pids only.
   Status Watch(int pid);
   void Unwatch(int pid);
+
+  // The kernel's records of watched processes' exits (sp_proc_exit, process_watch.h), kept
+  // where a full ring cannot drop them. RecordedExits lists those not taken yet (pid, record);
+  // TakeExit removes one (false when there was none).
+  std::vector<std::pair<int, sp_proc_exit>> RecordedExits() const;
+  bool TakeExit(int pid);
 
   int events_fd() const;
   // enum sp_proc_stat, summed over CPUs.

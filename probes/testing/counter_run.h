@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -44,7 +45,25 @@ struct Measured {
   ProbeCounterProcStats stats;
   bool exec_seen = false;
   ProbeCounterProcStats at_exec;  // while the new image waits, before it is attached again
+  // The probes' kernel stats (enum sp_stat) over this run: why windows were flagged.
+  std::array<uint64_t, SP_STAT_COUNT> kernel{};
 };
+
+// Every window flagged for an uncounted thread has its reason counted by the probes: a thread on
+// a CPU with no switch-in noted, the probing thread's own, or a run of unknown length inside it.
+inline void CheckUncountedExplained(const Measured& m) {
+  size_t uncounted = 0;
+  for (const IterationEvent& e : m.ends) {
+    uncounted += (e.counter_flags & SP_COUNTERS_UNCOUNTED_THREAD) != 0;
+  }
+  const uint64_t on_cpu = m.kernel[SP_STAT_COUNTER_UNSEEN_ON_CPU];
+  const uint64_t self = m.kernel[SP_STAT_COUNTER_UNSEEN_SELF];
+  const uint64_t unknown = m.kernel[SP_STAT_COUNTER_UNKNOWN_RUN];
+  MESSAGE(uncounted << " windows flagged for an uncounted thread; probes that saw one on a CPU "
+                    << "unseen: " << on_cpu << ", the probing thread's own: " << self
+                    << "; windows with a run of unknown length: " << unknown);
+  CHECK(uncounted <= on_cpu + self + unknown);
+}
 
 // Each thread of `pid`: its state and the kernel function it waits in (/proc), for a failure.
 inline std::string ThreadStates(int pid) {
@@ -70,6 +89,7 @@ inline Measured RunWorkload(IterationProbes& probes, CollectingSink& sink,
                             std::vector<std::string> args, Status* arm_status = nullptr) {
   std::vector<std::string> argv{TestProgram("counter_workload"), "--wait"};
   argv.insert(argv.end(), args.begin(), args.end());
+  const std::array<uint64_t, SP_STAT_COUNT> kernel_before = probes.totals().kernel;
   auto child = ChildProcess::Start(argv);
   REQUIRE(child.ok());
   REQUIRE(child->ReadLine().ok());
@@ -137,6 +157,8 @@ inline Measured RunWorkload(IterationProbes& probes, CollectingSink& sink,
                                    [&] { return sink.EndsOf(pid).size() >= want; });
   REQUIRE_MESSAGE(all_ended, sink.EndsOf(pid).size() << " ends of " << want << " iterations");
   m.stats = probes.CounterStats(pid);
+  const std::array<uint64_t, SP_STAT_COUNT> kernel_after = probes.totals().kernel;
+  for (size_t i = 0; i < m.kernel.size(); ++i) m.kernel[i] = kernel_after[i] - kernel_before[i];
   REQUIRE(child->Wait().ok());
   probes.DetachPid(pid);
   m.ends = sink.EndsOf(pid);
@@ -198,6 +220,7 @@ inline Agreement Compare(const Measured& m, uint64_t min_own_ns, const char* wha
     }
     ++a.compared;
   }
+  CheckUncountedExplained(m);
   std::sort(a.rel.begin(), a.rel.end());
   std::sort(a.abs_us.begin(), a.abs_us.end());
   std::sort(a.outside_rel.begin(), a.outside_rel.end());

@@ -23,6 +23,7 @@
 #include "agent/testing/seqpointd_process.h"
 #include "agent/testing/training_child.h"
 #include "common/trace_csv.h"
+#include "tests/agent/exit_test_helpers.h"
 
 using namespace seqpoint::daemon;
 using namespace seqpoint::daemon::testing;
@@ -40,19 +41,6 @@ bool CanRun() {
 }
 
 constexpr const char* kCollectiveSteps = "seqpoint_run_collective_steps_total";
-
-// The sum of a family's samples in a /metrics text.
-double SumOf(const std::string& text, const std::string& family) {
-  double sum = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(family, 0) != 0) continue;
-    const char next = line.size() > family.size() ? line[family.size()] : ' ';
-    if (next != '{' && next != ' ') continue;
-    sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
-  }
-  return sum;
-}
 
 }  // namespace
 
@@ -247,34 +235,16 @@ TEST_CASE("agent ddp e2e: a rank that dies mid-run: the run goes on with the res
 // exit, and closed the run there, while the survivor's last end records still waited in the
 // kernel (records of iterations without begin hooks are batched: read at
 // probes.poll_interval_ms, or when the process's exit is reported): they came after the run had
-// closed and were dropped as a stray pid's. On a loaded node both conditions are common: an
-// exit event wakes the daemon only when nothing else waits in discovery's ring, and any
-// process's library load queues a record there that does not wake it; a daemon starved of CPU
-// then runs its due timers, the idle check among them, before its next poll. This test makes
-// that order certain: every record batched (warm-up: no begin hooks), the iteration ring read
-// once a minute and discovery every 10 minutes, a library load (this process's dlopen) queued
-// before the survivor exits, and the daemon stopped (SIGSTOP) from before that exit until its
-// idle check is due. Every step must still be in the run, and the rank's crash said.
-namespace {
-
-// Loads and unloads a library this process has not loaded: the dynamic linker's hook queues a
-// discovery record that does not wake the daemon (probes/discovery/process_watch.bpf.c).
-bool QueueLibraryLoad() {
-  for (const char* name : {"libresolv.so.2", "libanl.so.1", "libutil.so.1", "libbz2.so.1.0",
-                           "libz.so.1", "libcrypt.so.1"}) {
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {  // loaded already: no change
-      dlclose(h);
-      continue;
-    }
-    if (void* h = dlopen(name, RTLD_NOW)) {
-      dlclose(h);
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
+// closed and were dropped as a stray pid's. On a loaded node both conditions are common: a
+// daemon starved of CPU runs its due timers, the idle check among them, beside its poll (and an
+// exit event woke it only when nothing else waited in discovery's ring, where any process's
+// library load queues a record that wakes nobody; exits of watched processes now force a
+// wake-up). This test makes the idle check find the survivor gone with its exit unread: every
+// record batched (warm-up: no begin hooks), the iteration ring read once a minute and discovery
+// every 10 minutes, a library load (this process's dlopen) queued before the survivor exits,
+// and the daemon stopped (SIGSTOP) from before that exit until its idle check is due. Every
+// step must still be in the run, and the rank's crash said. (Exit events lost outright:
+// lost_exit_e2e_test.cpp.)
 
 TEST_CASE("agent ddp e2e: a run whose processes' exits are seen late closes with every step") {
   if (!CanRun()) return;
@@ -288,30 +258,18 @@ TEST_CASE("agent ddp e2e: a run whose processes' exits are seen late closes with
   // Both ranks wait for a line before their first iteration; the survivor prints "done" after
   // its last and exits at the next line (--hold). Started before the daemon, they are found by
   // its first scan of /proc, not by a timed poll of discovery.
-  TrainingChild a(
-      key, {"/bin/sh", "-c",
-            "exec '" + UsdtWorkload() +
-                "' --wait --hold --iters 200 --work-us 5000 --seq-lens 8,16,32 > '" + out + "'"});
+  TrainingChild a(key,
+                  HeldRank("--wait --hold --iters 200 --work-us 5000 --seq-lens 8,16,32", out));
   TrainingChild b(key,
                   {UsdtWorkload(), "--wait", "--iters", "80", "--work-us", "5000", "--seq-lens",
                    "8,16,32", "--exit-mid"},
                   QuietStdout());
   // Both are the workload (the shell has exec'd the survivor) when the daemon scans /proc.
-  const auto is_workload = [](pid_t pid) {
-    return ReadFile("/proc/" + std::to_string(pid) + "/comm") == "usdt_workload\n";
-  };
-  REQUIRE(WaitFor([&] { return is_workload(a.pid()) && is_workload(b.pid()); }));
-  const std::string config =
-      dir.Write("seqpointd.toml", "[runs]\nonly_key = \"" + key +
-                                      "\"\nwarmup_iterations = 1000000\n[probes]\n"
-                                      "poll_interval_ms = 60000\ndiscover_interval_ms = 600000\n");
+  REQUIRE(WaitFor([&] { return IsWorkload(a.pid()) && IsWorkload(b.pid()); }));
+  const std::string config = SleepyDaemonConfig(dir, key, "warmup_iterations = 1000000\n");
   Seqpointd d(dir, {"--config", config}, "seqpointd.log");
   REQUIRE(d.Ready());
-  REQUIRE_MESSAGE(WaitFor([&] {
-                    json s = d.Show(key);
-                    return s.is_object() && s.contains("ranks") && s["ranks"]["ranks"].size() == 2;
-                  }),
-                  d.Log());
+  REQUIRE_MESSAGE(RanksJoined(d, key, 2), d.Log());
   a.SendLine();
   b.SendLine();
   b.Wait();
@@ -322,7 +280,7 @@ TEST_CASE("agent ddp e2e: a run whose processes' exits are seen late closes with
   REQUIRE(WaitFor([&] { return ReadFile(out).find("done") != std::string::npos; }));
   usleep(100'000);  // the daemon waits in its loop
   d.Signal(SIGSTOP);
-  const bool queued = QueueLibraryLoad();
+  const bool queued = !UnloadedLibrary().empty();
   a.SendLine();
   a.Wait();           // reaped: gone from /proc before the daemon reads its exit
   usleep(5'500'000);  // the idle check is due

@@ -1,0 +1,167 @@
+// The slow-rank verdict and its detection floor as an operator reads them while a real
+// data-parallel job runs (issue 23): seqpointd watches a 2-rank PyTorch DDP job over gloo
+// (bench/fleet/ddp_straggler_job.py, length-bucketed batches: both ranks the same SL every step)
+// and judges its steps at the collectives (agent/fleet/straggler.h, slow_rank.h). With rank 1's
+// compute before the all-reduce 1.5x its own (spun in the DDP hook), `seqpoint show RUN` must name
+// rank 1 and no other (measured here: named at step 79, floor 1.14x); with equal ranks it names
+// none and prints the floor that "none" stands for. --json carries slow_ranks, and /metrics carries
+// both detectable-slowdown families with the values show prints.
+//
+// Holds on a loaded 2-core machine: nothing here depends on how fast a step runs, only on the
+// verdicts, read once the daemon has judged every step the ranks ran (LiveDdpJob::Freeze). A
+// floor that comes out high under load is allowed (it says so: builds beside this job have
+// raised the ranks' long-run noise to 0.6-1.3 in log units, floors 2.8-5x), and then a 1.5x rank
+// not named is too; naming an equal rank never is, nor missing a slowdown the floor promised.
+// Needs root (eBPF) and python3-torch; skips with the reason otherwise. The detection delays
+// with and without a CPU hog beside the job are slow_rank_live_bench_test.cpp's.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "agent/fleet/testing/live_ddp_job.h"
+
+using namespace seqpoint::daemon::fleet::testing;
+
+namespace {
+
+// The rank entry of `rank` in slow_ranks.
+json RankOf(const json& slow, int rank) {
+  for (const json& r : slow["ranks"]) {
+    if (r["rank"] == rank) return r;
+  }
+  return json();
+}
+
+// The daemon's verdicts as the three readers see them, after the ranks stopped: show's text, its
+// --json, and /metrics agree.
+void CheckReadersAgree(Seqpointd& d, LiveDdpJob& job, const TempDir& dir, const json& slow) {
+  const std::string text = job.Cli("", dir);
+  MESSAGE(text.substr(text.find("\nslow ranks")));
+  REQUIRE(text.find("\nslow ranks (") != std::string::npos);
+  const json cli = json::parse(job.Cli("--json", dir));
+  REQUIRE(cli.contains("slow_ranks"));
+  CHECK(cli["slow_ranks"] == slow);  // frozen: the same steps, the same state
+  const int64_t run = cli["run"]["id"];
+  const std::string metrics = d.Metrics();
+  const auto floors = RunSamples(metrics, "seqpoint_run_rank_detectable_slowdown", run);
+  const auto run_floor = RunSamples(metrics, "seqpoint_run_detectable_slowdown", run);
+  REQUIRE(slow["detectable_slowdown"].is_number());
+  REQUIRE(run_floor.count("") == 1);
+  CHECK(run_floor.at("") == doctest::Approx(slow["detectable_slowdown"].get<double>()));
+  char line[96];
+  std::snprintf(line, sizeof line, "finds a slowdown of %.2fx or more within 100 steps",
+                slow["detectable_slowdown"].get<double>());
+  CHECK_MESSAGE(text.find(line) != std::string::npos, text);
+  for (const json& r : slow["ranks"]) {
+    const std::string rank = std::to_string(r["rank"].get<int>());
+    REQUIRE(r["detectable_slowdown"].is_number());
+    REQUIRE(floors.count(rank) == 1);
+    CHECK(floors.at(rank) == doctest::Approx(r["detectable_slowdown"].get<double>()));
+    std::snprintf(line, sizeof line, "floor %.2fx", r["detectable_slowdown"].get<double>());
+    CHECK_MESSAGE(text.find("rank " + rank) != std::string::npos, text);
+    CHECK_MESSAGE(text.find(line) != std::string::npos, text);
+  }
+  const auto slower = RunSamples(metrics, "seqpoint_run_rank_slower_than_peers", run);
+  for (const json& r : slow["ranks"]) {
+    const std::string rank = std::to_string(r["rank"].get<int>());
+    REQUIRE(slower.count(rank) == 1);
+    CHECK(slower.at(rank) == (r["slow"].get<bool>() ? 1.0 : 0.0));
+  }
+}
+
+// Both ranks out of warm-up (a floor is known) and `tested` compared steps past it.
+bool Judged(const json& s, uint64_t tested) {
+  if (s["ranks"].size() != 2 || !s["detectable_slowdown"].is_number()) return false;
+  for (const json& r : s["ranks"]) {
+    if (r["tested"].get<uint64_t>() < tested) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("slow rank ddp e2e: a rank 1.5x as slow is named while the job runs, none other") {
+  if (!CanRunLiveDdp()) return;
+  TempDir dir;
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  const std::string key = "slow-rank-e2e-" + std::to_string(getpid());
+  LiveJobSpec spec;
+  spec.steps = 1500;  // an upper bound: the test stops the ranks once the verdict is in
+  spec.slow_rank = 1;
+  spec.slow_factor = 1.5;
+  LiveDdpJob job(d, dir, key, spec);
+  uint64_t rank0_alarms = 0;
+  // The verdict, once both ranks are past warm-up (64 compared steps) and 100 more; or, where
+  // the noise hides a 1.5x slowdown, near the job's end (then its floor must say so).
+  json slow = job.PollUntil(
+      [&](const json& s) {
+        const json r1 = RankOf(s, 1);
+        const bool named = !r1.is_null() && r1["slow"].get<bool>();
+        return Judged(s, 64 + 100) && (named || s["steps"].get<int64_t>() + 200 > spec.steps);
+      },
+      [&](const json& s) {
+        const json r0 = RankOf(s, 0);
+        if (!r0.is_null()) rank0_alarms = std::max<uint64_t>(rank0_alarms, r0["alarms"]);
+      });
+  REQUIRE_MESSAGE(!slow.is_null(), d.Log());
+  REQUIRE_MESSAGE(job.Running(), "the job ended before its steps were judged: " << slow.dump());
+  job.Freeze();
+  slow = job.SlowRanks();
+  MESSAGE(slow.dump());
+  REQUIRE(!slow.is_null());
+  const json r1 = RankOf(slow, 1), r0 = RankOf(slow, 0);
+  REQUIRE(!r1.is_null());
+  REQUIRE(!r0.is_null());
+  // Never the equal rank.
+  CHECK(r0["slow"] == false);
+  CHECK(r0["alarms"] == 0);
+  CHECK(rank0_alarms == 0);
+  CheckReadersAgree(d, job, dir, slow);
+  REQUIRE(r1["detectable_slowdown"].is_number());
+  const double floor = r1["detectable_slowdown"];
+  if (r1["slow"] == true) {
+    CHECK(slow["slow"] == json::array({1}));
+    CHECK(r1["alarm_step"].is_number());
+    CHECK(r1["compute_ratio"].get<double>() > 1.2);
+    CHECK(job.Cli("", dir).find("rank 1 SLOWER") != std::string::npos);
+    // Measured on this 2-core VM shared with builds: floors 1.13-1.14x, named at step 79.
+    if (floor >= 1.5) MESSAGE("named although the floor (" << floor << "x) did not promise it");
+  } else {
+    // Not named in all the job's steps: only honest if the floor said 1.5x was out of reach.
+    MESSAGE("rank 1 not named in " << slow["steps"] << " steps; its floor " << floor << "x");
+    CHECK_MESSAGE(floor >= 1.5, "the floor promised a 1.5x slowdown within 100 steps");
+  }
+}
+
+TEST_CASE("slow rank ddp e2e: equal ranks: none named, and the floor that none stands for") {
+  if (!CanRunLiveDdp()) return;
+  TempDir dir;
+  Seqpointd d(dir, {}, "seqpointd.log");
+  REQUIRE(d.Ready());
+  const std::string key = "slow-rank-e2e-equal-" + std::to_string(getpid());
+  LiveJobSpec spec;
+  spec.steps = 1500;
+  LiveDdpJob job(d, dir, key, spec);
+  uint64_t alarms = 0;
+  json slow = job.PollUntil([](const json& s) { return Judged(s, 64 + 100); },
+                            [&](const json& s) {
+                              for (const json& r : s["ranks"])
+                                alarms += r["alarms"].get<uint64_t>();
+                            });
+  REQUIRE_MESSAGE(!slow.is_null(), d.Log());
+  REQUIRE_MESSAGE(job.Running(), "the job ended before its steps were judged: " << slow.dump());
+  job.Freeze();
+  slow = job.SlowRanks();
+  MESSAGE(slow.dump());
+  REQUIRE(!slow.is_null());
+  CHECK(alarms == 0);
+  CHECK(slow["slow"].empty());
+  for (const json& r : slow["ranks"]) {
+    CHECK(r["slow"] == false);
+    CHECK(r["alarms"] == 0);
+  }
+  CheckReadersAgree(d, job, dir, slow);
+  CHECK(job.Cli("", dir).find("steps judged): none; finds a slowdown of") != std::string::npos);
+}
