@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian 12 machine and runs every test:
 #   scripts/setup.sh (apt packages) -> configure + build (build/) -> ctest -> bounded fuzzing.
-# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60 per target; 0 skips),
+# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 20 per target; 0 skips),
 #              SEQPOINT_CMAKE_ARGS (extra configure arguments, e.g. -DSEQPOINT_SANITIZE=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 start=$(date +%s)
 
 bash scripts/setup.sh

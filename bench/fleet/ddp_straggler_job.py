@@ -135,7 +135,11 @@ def rank_main(args):
     shared = random.Random(args.seed * 1000 + 999)  # bucketed: the same draw on every rank
     print("ready", flush=True)
     sys.stdin.readline()
-    rows = []
+    # Written row by row, flushed: a test that stops the ranks mid-job (SIGSTOP) reads the
+    # workload's own reading of every step they ran.
+    os.makedirs(args.trace_dir, exist_ok=True)
+    trace = open(os.path.join(args.trace_dir, "rank%d.csv" % r), "w")
+    trace.write("iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns,mono_arrival_ns\n")
     for step in range(args.steps):
         common = shared.randint(args.sl_min, args.sl_max)
         sl = common if args.batching == "bucketed" else rng.randint(args.sl_min, args.sl_max)
@@ -164,12 +168,9 @@ def rank_main(args):
         t2 = time.monotonic_ns()
         if ctx:
             ctx.__exit__(None, None, None)
-        rows.append((step, sl, tokens, t0, t1, t2, arrival["at"]))
-    os.makedirs(args.trace_dir, exist_ok=True)
-    with open(os.path.join(args.trace_dir, "rank%d.csv" % r), "w") as f:
-        f.write("iter,seq_len,tokens,mono_begin_ns,mono_backward_ns,mono_end_ns,mono_arrival_ns\n")
-        for row in rows:
-            f.write(",".join(str(v) for v in row) + "\n")
+        trace.write(",".join(str(v) for v in (step, sl, tokens, t0, t1, t2, arrival["at"])) + "\n")
+        trace.flush()
+    trace.close()
     dist.barrier()  # every rank's trace is written before any rank's store goes away
     dist.destroy_process_group()
     # PyTorch 1.13's gloo group can deadlock at interpreter exit: the Reducer's destructor joins a

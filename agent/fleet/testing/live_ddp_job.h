@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -166,6 +167,40 @@ class LiveDdpJob {
   std::optional<probes::testing::ChildProcess> job_;
   std::vector<int> pids_;
 };
+
+// The workload's own reading of how much slower `rank` was than `peer` in the `window` steps up
+// to `step`: exp of the mean of log(its compute per token before the collective / the peer's),
+// from the ranks' traces (bench/fleet/ddp_straggler_job.py writes each step as it ends, so it
+// holds for ranks stopped mid-job). A rank named slow that was not slower by its own clock is a
+// false alarm; one that was (a 2-core node shared with other work slows one rank more than the
+// other) is named rightly. 0 when the traces hold no common step in the window.
+inline double OwnSlowdown(const TempDir& dir, int rank, int peer, int64_t step,
+                          int64_t window = 64) {
+  auto per_token = [&](int r) {
+    std::map<int64_t, double> out;
+    std::istringstream in(ReadFile(dir.File("traces") + "/rank" + std::to_string(r) + ".csv"));
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::vector<double> v;
+      std::istringstream fields(line);
+      for (std::string f; std::getline(fields, f, ',');) v.push_back(std::atof(f.c_str()));
+      if (v.size() != 7 || v[2] <= 0 || v[6] <= v[3]) continue;  // a partly written last row
+      out[static_cast<int64_t>(v[0])] = (v[6] - v[3]) / v[2];
+    }
+    return out;
+  };
+  const auto a = per_token(rank), b = per_token(peer);
+  double sum = 0;
+  int n = 0;
+  for (int64_t s = step - window + 1; s <= step; ++s) {
+    auto i = a.find(s), j = b.find(s);
+    if (i == a.end() || j == b.end()) continue;
+    sum += std::log(i->second / j->second);
+    ++n;
+  }
+  return n > 0 ? std::exp(sum / n) : 0;
+}
 
 // The samples of a /metrics family for one run, keyed by their rank label ("" without one).
 inline std::map<std::string, double> RunSamples(const std::string& text, const std::string& family,
