@@ -10,9 +10,11 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 start=$(date +%s)
 
 bash scripts/setup.sh
+# Optimised as released, without debug info for C++: it compiles about a quarter faster (the
+# whole of this script then fits CI's 30 minutes on 2 cores); crash stacks still name functions.
 # shellcheck disable=SC2086
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQPOINT_WERROR=ON \
-  ${SEQPOINT_CMAKE_ARGS:-}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" -DSEQPOINT_WERROR=ON ${SEQPOINT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "test.sh: built in $(( $(date +%s) - start )) s"
 if ! ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 600; then

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +19,12 @@
 
 namespace seqpoint::daemon {
 namespace {
+
+// /proc/PID/environ as read now ("" when unreadable).
+std::string EnvironOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 // A child that sleeps with exactly `env` as its environment; killed on destruction.
 class Child {
@@ -31,13 +39,18 @@ class Child {
       execve("/bin/sleep", argv, envp.data());
       _exit(127);
     }
-    // environ is readable once exec is done: wait for /proc/PID/exe to be sleep.
-    for (int i = 0; i < 200; ++i) {
+    // environ is readable once exec is done. /proc/PID/exe names sleep a little before the new
+    // stack (and its environment) is set up, so an early read found an empty environment (seen
+    // in CI): wait until environ holds the first variable.
+    const std::string first = env.empty() ? "" : env.front();
+    for (int i = 0; i < 400; ++i) {
       char buf[256];
       const ssize_t n =
           readlink(("/proc/" + std::to_string(pid_) + "/exe").c_str(), buf, sizeof buf);
-      if (n > 0 && std::string(buf, static_cast<size_t>(n)).find("sleep") != std::string::npos)
+      if (n > 0 && std::string(buf, static_cast<size_t>(n)).find("sleep") != std::string::npos &&
+          EnvironOf(pid_).find(first) != std::string::npos) {
         break;
+      }
       usleep(5000);
     }
   }
