@@ -12,7 +12,7 @@
 // floor that comes out high under load is allowed (it says so: builds beside this job have
 // raised the ranks' long-run noise to 0.6-1.3 in log units, floors 2.8-5x), and then a 1.5x rank
 // not named is too; missing a slowdown the floor promised never is. Load beside the job can also
-// slow one of two equal ranks for real (seen: x1.47 by the ranks' own clocks while a build ran):
+// slow one of two equal ranks for real (seen while a build ran: x1.23 by the ranks' own clocks):
 // a rank named without a slowdown of ours is checked against the ranks' own traces, and naming
 // one that was not slower by its own clock fails (CheckAlarmsTrue).
 // Needs root (eBPF) and python3-torch; skips with the reason otherwise. The detection delays
