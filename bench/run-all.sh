@@ -72,6 +72,10 @@ if [ $root = 1 ]; then
   SEQPOINT_BUILD="$build" bench/true_numbers.py
   section "fleet: 4 nodes, one slowed by 10/20/50%, alerted by the shipped rules (Prometheus)"
   SEQPOINT_BUILD="$build" bench/fleet/run.sh
+  section "slow ranks live: steps to name a rank slowed 1.1/1.25/1.5x (PyTorch DDP, gloo)"
+  SEQPOINT_BUILD="$build" bench/fleet/slow_rank_live.sh
+  section "slow ranks live: false alarms on healthy DDP jobs, with and without a CPU hog"
+  SEQPOINT_BUILD="$build" bench/fleet/slow_rank_false_alarms.sh
   section "cost: 1, 8, 64 processes x 10..10^4 iterations/s, loop latency, PyTorch, measured share"
   bench/cost/cost_bench.py --build "$build" $(q --quick "")
   section "idle: seqpointd watching 64 idle processes (CPU and wake-ups)"

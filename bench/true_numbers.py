@@ -34,7 +34,9 @@ a thread born and ended inside, or a tick-old sibling); worst = largest
 "in" when the 95% interval covers it, "(unbounded)" when it has no upper bound; steal = the
 daemon's counter windows with hypervisor steal subtracted from task-clock / left out for too
 much steal over the run (seqpoint_probe_counting_windows_total).
-Below the table: context switches per measured iteration, the probes' count less the loop's own
+Below the table: the daemon's process CPU time of each measured iteration (process_cpu_ns,
+interpolated between its 10 ms reads of the process's CPU clock) against the workload's own CPU
+time of it; context switches per measured iteration, the probes' count less the loop's own
 (getrusage, read inside its thread clock reads: loop.py), over every loop.py run.
 
 Each run stops at --iterations (300) or --seconds (35), whichever comes first: with OpenMP
@@ -360,6 +362,11 @@ def analyse(name, rows, stored, run, show, probe_flagged, steal):
     cpu_total = sum(cpu_known) if all(c >= 0 for c in cpu_known) else float("nan")
     wall_total = sum(r["wall_ns"] for r in rows)
     n = len(with_tc)
+    # The daemon's process CPU time of each measured iteration (interpolated between its
+    # 10 ms reads of the process's CPU clock) against the loop's own CPU time of it.
+    cpu_errs = sorted(abs(pct(stored[it]["process_cpu_ns"], own[it]["cpu_ns"]))
+                      for it in counted
+                      if "process_cpu_ns" in stored[it] and own[it]["cpu_ns"] > 0)
     # Context switches against the loop's own getrusage count of the same iteration (loop.py
     # only): probes - own, per iteration.
     switch_diffs = sorted(int(round(stored[it]["perf:context-switches"])) - own[it]["switches"]
@@ -374,6 +381,7 @@ def analyse(name, rows, stored, run, show, probe_flagged, steal):
         "w1": sum(e <= 1 for e in errs), "w3": sum(e <= 3 for e in errs),
         "worst": errs[-1] if errs else float("nan"),
         "errs": errs,
+        "cpu_errs": cpu_errs,
         "unobserved": (run or {}).get("unobserved", "?"),
         "tc": projection_cell(proj.get("perf:task-clock"), cpu_total),
         "time": projection_cell(proj.get("time_ns"), wall_total),
@@ -430,6 +438,12 @@ def print_total(results):
               "iterations: %d equal, %d within 2, min %+d, median %+d, max %+d" % (
                   len(d), sum(x == 0 for x in d), sum(abs(x) <= 2 for x in d), d[0],
                   d[len(d) // 2], d[-1]))
+    ce = sorted(e for r in results for e in r.get("cpu_errs", []))
+    if ce:
+        q = lambda f: ce[min(len(ce) - 1, int(f * (len(ce) - 1) + 0.5))]
+        print("process CPU per measured iteration (the daemon's, interpolated between 10 ms "
+              "reads) |difference| from the workload's own over %d iterations: median %.3f%%, "
+              "90th percentile %.3f%%, max %.3f%%" % (len(ce), q(0.5), q(0.9), ce[-1]))
     errs = sorted(e for r in results for e in r["errs"])
     if errs:
         q = lambda f: errs[min(len(errs) - 1, int(f * (len(errs) - 1) + 0.5))]

@@ -22,6 +22,8 @@ std::atomic<const Clock*> current{&kSystem};
 
 }  // namespace
 
+uint64_t KernelMonotonicNs() { return static_cast<uint64_t>(Read(CLOCK_MONOTONIC)); }
+
 const Clock& CurrentClock() { return *current.load(std::memory_order_acquire); }
 
 FakeClock::FakeClock(int64_t wall_ns, int64_t mono_ns)

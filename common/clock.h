@@ -23,6 +23,10 @@ class Clock {
 const Clock& CurrentClock();
 inline int64_t WallNs() { return CurrentClock().WallNs(); }
 inline int64_t MonotonicNs() { return CurrentClock().MonotonicNs(); }
+// The system's CLOCK_MONOTONIC, never faked: for readings compared with the kernel's own stamps
+// of the same instant (the probes' records, exec and exit times) and for deadlines of threads
+// that a test's FakeClock must not stop.
+uint64_t KernelMonotonicNs();  // unsigned, as the kernel's stamps
 
 // Days since 1970-01-01 UTC of a wall time: the key of the per-bin cost history.
 inline constexpr int64_t kNsPerDay = int64_t{86400} * 1'000'000'000;

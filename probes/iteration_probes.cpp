@@ -3,7 +3,6 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <bit>
@@ -11,14 +10,10 @@
 #include <cstring>
 #include <set>
 
+#include "common/clock.h"
+
 namespace seqpoint::probes {
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 IterationEvent FromRecord(const sp_event& r) {
   IterationEvent e;
@@ -165,7 +160,7 @@ int IterationProbes::OnRecord(void* ctx, void* data, size_t size) {
 void IterationProbes::Deliver(const IterationEvent& event) {
   if (event.flags & SP_FLAG_HOOKED) {
     uint64_t fired = event.kind == IterationEvent::Kind::kBegin ? event.begin_ns : event.end_ns;
-    uint64_t now = MonotonicNs();
+    uint64_t now = KernelMonotonicNs();
     if (fired != 0 && now >= fired) stats_.hook_latency.Add(now - fired);
   }
   if (event.kind == IterationEvent::Kind::kBegin) {

@@ -20,7 +20,6 @@
 // removed.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -28,6 +27,7 @@
 #include <iterator>
 #include <utility>
 
+#include "common/clock.h"
 #include "probes/iteration_probes.h"
 
 namespace seqpoint::probes {
@@ -36,12 +36,6 @@ namespace {
 constexpr uint64_t kLegacyGraceNs = 30'000'000'000ull;
 // After a process's hand-over, how long the old ring's ends are remembered to drop their echoes.
 constexpr uint64_t kHandoverNs = 2'000'000'000ull;
-
-uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool AliveAs(const std::string& proc_root, int pid, uint64_t start_time, ProcessIdentity* id) {
   auto found = ReadProcessIdentity(proc_root, pid);
@@ -153,7 +147,7 @@ void IterationProbes::AdoptPinned() {
   for (const std::string& dir : pins_->OtherGenerations()) {
     Legacy l;
     l.dir = dir;
-    l.deadline_ns = NowNs() + kLegacyGraceNs;
+    l.deadline_ns = KernelMonotonicNs() + kLegacyGraceNs;
     int events = bpf_obj_get((dir + "/map_events").c_str());
     if (events >= 0) {
       auto ring = RingReader::Open(events);
@@ -232,7 +226,7 @@ void IterationProbes::EndHandovers(uint64_t now_ns) {
 
 int IterationProbes::ReadLegacy() {
   int n = 0;
-  const uint64_t now = NowNs();
+  const uint64_t now = KernelMonotonicNs();
   for (auto it = legacy_.begin(); it != legacy_.end();) {
     Legacy& l = *it;
     if (l.ring) {

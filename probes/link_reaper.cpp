@@ -1,22 +1,13 @@
 // See link_reaper.h.
 #include "probes/link_reaper.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <system_error>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace seqpoint::probes {
-namespace {
-
-uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 LinkReaper::~LinkReaper() {
   {
@@ -90,7 +81,7 @@ void LinkReaper::Run() {
 }
 
 void LinkReaper::Close(Batch* batch) {
-  const uint64_t start = NowNs();
+  const uint64_t start = KernelMonotonicNs();
   const uint64_t count = batch->links.size();
   for (LinkPtr& link : batch->links) {
     {
@@ -100,7 +91,7 @@ void LinkReaper::Close(Batch* batch) {
     std::lock_guard<std::mutex> libbpf(libbpf_mu_);
     link.reset();
   }
-  const uint64_t took = NowNs() - start;
+  const uint64_t took = KernelMonotonicNs() - start;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.closed += count;

@@ -12,6 +12,7 @@ start=$(date +%s)
 bash scripts/setup.sh
 # Optimised as released, without debug info for C++: it compiles about a quarter faster (the
 # whole of this script then fits CI's 30 minutes on 2 cores); crash stacks still name functions.
+# The tests' own sources build at -O1 (SEQPOINT_TEST_OPTIMIZE, cmake/SeqpointTesting.cmake).
 # shellcheck disable=SC2086
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" -DSEQPOINT_WERROR=ON ${SEQPOINT_CMAKE_ARGS:-}

@@ -144,6 +144,11 @@ class OnlineSelector {
   bool WantsNext() const;
   // Called when an iteration's time is known (any order, any iteration, measured or not).
   void OnTime(uint64_t iter, uint32_t seq_len, uint32_t batch, double time_ns);
+  // The process CPU time over an iteration OnTime was given (it comes later: sampled, not read
+  // on the iteration path): into the time strata's cells (TimeStrata::AddCpu).
+  bool OnCpu(uint64_t iter, uint32_t seq_len, double cpu_ns) {
+    return strata_.AddCpu(iter, seq_len, cpu_ns);
+  }
   const TimeStrata& strata() const { return strata_; }
 
   // The SeqPoints as of now: current bins, each with the samples taken in it.

@@ -91,6 +91,32 @@ bool PageHinkley::LoadState(StateReader& r) {
   return true;
 }
 
+bool TimeStrata::LoadCpu(StateReader& r) {
+  uint8_t any = 0;
+  if (!r.Get(&any)) return false;
+  if (any == 0) return true;  // none: every CPU time unknown, as loaded
+  uint64_t n = 0;
+  if (!r.Count(&n, 8) || n != early_.size()) return false;
+  for (Raw& e : early_) {
+    if (!r.Get(&e.cpu)) return false;
+  }
+  // The cells in the key order SaveState wrote them.
+  std::vector<uint64_t> keys;
+  for (const auto& kv : cells_) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  if (!r.Count(&n, 24) || n != keys.size()) return false;
+  for (uint64_t key : keys) {
+    StrataCell& c = cells_[key];
+    if (!r.Get(&c.cpu_n) || !r.Get(&c.cpu) || !r.Get(&c.cpu_time)) return false;
+  }
+  // The ring was read back in arrival order from index 0.
+  if (!r.Count(&n, 8) || n != ring_.size()) return false;
+  for (Raw& e : ring_) {
+    if (!r.Get(&e.cpu)) return false;
+  }
+  return true;
+}
+
 void TimeStrata::SaveState(StateWriter& w) const {
   w.Put(observed_);
   w.Put<uint8_t>(settled_ ? 1 : 0);
@@ -156,6 +182,21 @@ void TimeStrata::SaveState(StateWriter& w) const {
     o.Put(f.second.cost);
     o.Put(f.second.time);
   });
+  // Version 5: the process CPU time of the kept observations and the cells' CPU sums, in the
+  // orders written above; one byte when no iteration has one (a replayed run: the image stays
+  // as small as it was).
+  const bool any_cpu =
+      std::any_of(early_.begin(), early_.end(), [](const Raw& e) { return e.cpu >= 0; }) ||
+      std::any_of(cells.begin(), cells.end(), [](const auto& c) { return c.second.cpu_n > 0; });
+  w.Put<uint8_t>(any_cpu ? 1 : 0);
+  if (!any_cpu) return;
+  w.PutAll(early_, [](StateWriter& o, const Raw& e) { o.Put(e.cpu); });
+  w.PutAll(cells, [](StateWriter& o, const std::pair<uint64_t, StrataCell>& c) {
+    o.Put(c.second.cpu_n);
+    o.Put(c.second.cpu);
+    o.Put(c.second.cpu_time);
+  });
+  w.PutAll(ring, [](StateWriter& o, const Raw& e) { o.Put(e.cpu); });
 }
 
 bool TimeStrata::LoadState(StateReader& r) {
@@ -163,7 +204,7 @@ bool TimeStrata::LoadState(StateReader& r) {
   uint64_t n = 0;
   if (!r.Get(&observed_) || !r.Get(&settled) || !r.Count(&n, 24)) return false;
   settled_ = settled != 0;
-  early_.resize(n);
+  early_.assign(n, Raw{0, 0, 0, 0});
   for (Raw& e : early_) {
     if (!r.Get(&e.ordinal) || !r.Get(&e.seq_len) || !r.Get(&e.cost) || !r.Get(&e.time)) {
       return false;
@@ -219,7 +260,7 @@ bool TimeStrata::LoadState(StateReader& r) {
   firsts_.clear();
   if (r.version >= 2) {
     if (!r.Count(&n, 28) || n > kChangeRing) return false;
-    ring_.resize(n);
+    ring_.assign(n, Raw{0, 0, 0, 0});
     for (Raw& e : ring_) {
       if (!r.Get(&e.ordinal) || !r.Get(&e.seq_len) || !r.Get(&e.cost) || !r.Get(&e.time))
         return false;
@@ -233,6 +274,8 @@ bool TimeStrata::LoadState(StateReader& r) {
       firsts_[sl] = f;
     }
   }
+  // Older images: no iteration has a process CPU time (the estimator falls back to time).
+  if (r.version >= 5 && !LoadCpu(r)) return false;
   memo_observed_ = UINT64_MAX;  // the provisional bounds are recomputed when asked for
   track_begin_ = 1;
   track_end_ = 0;

@@ -25,7 +25,9 @@ inline constexpr uint32_t kStateMagic = 0x4b435053;  // "SPCK"
 // the run's time; a version-2 image loads with them empty (the stratum's times start afresh).
 // 4: the online selector counts the picks the overhead budget thinned and keeps its current
 // stratum's keep share; a version-3 image loads with none thinned and all kept.
-inline constexpr uint32_t kStateVersion = 4;
+// 5: time strata keep each iteration's process CPU time (the auxiliary of CPU counters,
+// docs/estimators.md); a version-4 image loads with none (those projections fall back to time).
+inline constexpr uint32_t kStateVersion = 5;
 inline constexpr uint32_t kOldestStateVersion = 1;
 
 class StateWriter {

@@ -319,7 +319,10 @@ void PrintProjections(const json& show) {
     std::printf(
         "\nself-check: %s projected from the SeqPoints vs measured on every iteration: "
         "%+.2f%% (%s)",
-        metric == "energy_uj" ? "energy" : "iteration time", 100 * D(c["error"]),
+        metric == "energy_uj"        ? "energy"
+        : metric == "process_cpu_ns" ? "process CPU time"
+                                     : "iteration time",
+        100 * D(c["error"]),
         !bounded ? "no interval: too few measured iterations"
         : c["within_interval"].get<bool>() ? "inside the 95% interval"
                                            : "OUTSIDE the 95% interval");

@@ -56,7 +56,7 @@ struct DaemonConfig {
   // then missed by -8.4% (agent_upload_test), so its time was left out. Until the selector
   // spreads held-back samples over the stretch, measuring stays paced by the count alone.
   double run_target_error = 0;  // a stratum's time this precise (95% half-width): done (0: off)
-  double run_max_overhead = 0;  // share of a run's time its measurements may cost (0: no cap)
+  double run_max_overhead = 0.02;  // share of a run's time its measurements may cost (0: no cap)
   int64_t run_warmup_iterations = 0;     // iterations never measured at a run's start
   int64_t run_idle_timeout_s = 600;      // an active run whose processes are gone is closed
   int64_t closed_runs_kept = 1000;  // closed runs kept in state.db, newest first (~100 KiB each)

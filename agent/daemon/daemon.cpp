@@ -35,6 +35,7 @@ Daemon::Daemon(DaemonConfig config, std::string config_path, DaemonOverrides ove
       idle_timer_(io_),
       prune_timer_(io_),
       energy_timer_(io_),
+      process_cpu_timer_(io_),
       watchdog_timer_(io_),
       profiler_timer_(io_) {}
 
@@ -241,6 +242,9 @@ Status Daemon::StartParts() {
       }
     });
   }
+  // Every watched process's CPU clock, the auxiliary of the CPU counters' projections
+  // (agent/runs/process_cpu_sampler.h); about 1 us a process. Only while processes are watched.
+  SampleProcessCpuLater();
   auto prune = [this] {
     const int64_t today = Today();
     (void)store_->PruneHistory(today - config_.history_retention_days);
@@ -287,6 +291,18 @@ void Daemon::StartEnergySampler() {
   energy_interval_ms_ = config_.run_energy_sample_interval_ms;
   SEQPOINT_LOG(kInfo, "energy per iteration from " + energy_->Describe() + ", sampled every " +
                           std::to_string(config_.run_energy_sample_interval_ms) + " ms");
+}
+
+void Daemon::SampleProcessCpuLater() {
+  // Every kIntervalMs while processes are watched; an idle node is looked at twice a second.
+  const bool watching = runs_->processes() > 0;
+  process_cpu_timer_.expires_after(
+      std::chrono::milliseconds(watching ? ProcessCpuSampler::kIntervalMs : 500));
+  process_cpu_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || shut_down_) return;
+    runs_->SampleProcessCpu();  // nothing when no process is watched
+    SampleProcessCpuLater();
+  });
 }
 
 void Daemon::Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
@@ -361,6 +377,7 @@ void Daemon::Shutdown() {
   idle_timer_.cancel();
   prune_timer_.cancel();
   energy_timer_.cancel();
+  process_cpu_timer_.cancel();
   watchdog_timer_.cancel();
   (void)notifier_.Notify("STOPPING=1");
   profiler_timer_.cancel();

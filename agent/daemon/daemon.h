@@ -94,6 +94,8 @@ class Daemon {
          DaemonParts parts);
   Status StartParts();
   void StartEnergySampler();
+  // The process CPU clocks (RunManager::SampleProcessCpu), rescheduled by itself.
+  void SampleProcessCpuLater();
   void Every(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
              std::function<void()> job);
   void Shutdown();
@@ -132,6 +134,7 @@ class Daemon {
   boost::asio::steady_timer idle_timer_;
   boost::asio::steady_timer prune_timer_;
   boost::asio::steady_timer energy_timer_;
+  boost::asio::steady_timer process_cpu_timer_;  // SampleProcessCpuLater
   boost::asio::steady_timer watchdog_timer_;  // WATCHDOG=1 to systemd (systemd_notify.h)
   SystemdNotifier notifier_ = SystemdNotifier::FromEnvironment();
   boost::asio::steady_timer profiler_timer_;  // runs.profiler_scan_interval_ms

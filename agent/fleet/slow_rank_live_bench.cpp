@@ -7,7 +7,12 @@
 // the last reading before the slowdown; empty: not known), found_steps (its alarm's step minus
 // SLOW_FROM; -1: not within AFTER steps), false_alarms (rank 0, or rank 1 before SLOW_FROM),
 // first_alarm (rank 1's first alarm step seen; -1: none), steps (judged), mean_step_ms (wall
-// time per judged step while polled).
+// time per judged step while polled), and for every alarm not caused by the slowdown (rank 0's,
+// rank 1's before SLOW_FROM) the rank, its step, the daemon's compute ratio then, the ranks' own
+// clocks' (OwnSlowdown over the 64 and the 8 steps up to it), and whether the same test replayed
+// on the ranks' own clocks raised it too (OwnClockAlarms, within 16 steps: then it came from the
+// ranks' real timings, not from the observer): false_detail, "rank@step:daemon/own64/own8/
+// replayed" joined by ';'.
 // Environment: FACTORS (1.1,1.25,1.5), HOGS (0,1), REPS (1), SLOW_FROM (150), AFTER (300).
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -52,7 +57,8 @@ TEST_CASE("slow rank live bench: steps to name a slowed rank, beside the floor")
   const int slow_from = EnvInt("SLOW_FROM", 150), after = EnvInt("AFTER", 300);
   const int reps = EnvInt("REPS", 1);
   std::ofstream out(out_path);
-  out << "hog,factor,rep,floor_before,found_steps,false_alarms,first_alarm,steps,mean_step_ms\n";
+  out << "hog,factor,rep,floor_before,found_steps,false_alarms,first_alarm,steps,mean_step_ms,"
+         "false_detail\n";
   for (double hog : EnvList("HOGS", "0,1")) {
     for (double factor : EnvList("FACTORS", "1.1,1.25,1.5")) {
       for (int rep = 0; rep < reps; ++rep) {
@@ -79,6 +85,7 @@ TEST_CASE("slow rank live bench: steps to name a slowed rank, beside the floor")
         uint64_t seen_before = 0, false_alarms = 0, first_seen = 0;
         int64_t found = -1, first_alarm = -1;
         bool early = false;  // rank 1 alarmed before its slowdown
+        AlarmLog log;
         const auto t0 = std::chrono::steady_clock::now();
         double first_s = 0, last_s = 0;
         json last = job.PollUntil(
@@ -86,6 +93,7 @@ TEST_CASE("slow rank live bench: steps to name a slowed rank, beside the floor")
             [&](const json& s) {
               const json r1 = RankOf(s, 1), r0 = RankOf(s, 0);
               if (r1.is_null() || r0.is_null()) return;
+              log.Read(s);
               const double now_s =
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
               const uint64_t seen = r1["seen"];
@@ -117,9 +125,19 @@ TEST_CASE("slow rank live bench: steps to name a slowed rank, beside the floor")
             seen_last > first_seen
                 ? 1e3 * (last_s - first_s) / static_cast<double>(seen_last - first_seen)
                 : 0;
+        std::ostringstream detail;
+        const auto own_alarms = OwnClockAlarms(dir, 2);
+        for (const SeenAlarm& a : log.alarms()) {
+          if (a.rank == 1 && a.step >= slow_from) continue;  // the slowdown's
+          detail << (detail.tellp() > 0 ? ";" : "") << a.rank << "@" << a.step << ":"
+                 << a.daemon_ratio << "/" << OwnSlowdown(dir, a.rank, 2, a.step) << "/"
+                 << OwnSlowdown(dir, a.rank, 2, a.step, 8) << "/"
+                 << (OwnClockAlarmNear(own_alarms, a.rank, a.step) ? "yes" : "no");
+        }
         out << hog << "," << factor << "," << rep << ","
             << (floor_before > 0 ? std::to_string(floor_before) : "") << "," << found << ","
-            << false_alarms << "," << first_alarm << "," << steps << "," << step_ms << "\n";
+            << false_alarms << "," << first_alarm << "," << steps << "," << step_ms << ","
+            << detail.str() << "\n";
         out.flush();
         MESSAGE("hog " << hog << " x" << factor << ": floor before " << floor_before
                        << ", found after " << found << " steps, false alarms " << false_alarms);

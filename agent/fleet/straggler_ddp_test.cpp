@@ -20,6 +20,7 @@
 
 #include "agent/fleet/straggler.h"
 #include "agent/fleet/straggler_events.h"
+#include "agent/fleet/testing/torch_ddp.h"
 #include "probes/collectives/collective_probes.h"
 #include "probes/iteration_probes.h"
 #include "probes/testing/child_process.h"
@@ -31,14 +32,7 @@ using namespace seqpoint::probes::testing;
 
 namespace {
 
-bool CanRun() {
-  if (!CanUseBpf()) return false;
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null") != 0) {
-    MESSAGE("skipped: python3-torch (torch.distributed) is not installed");
-    return false;
-  }
-  return true;
-}
+bool CanRun() { return CanUseBpf() && seqpoint::daemon::fleet::testing::HasTorchDistributed(); }
 
 struct Scenario {
   int ranks = 4;

@@ -156,6 +156,7 @@ void RunManager::OnProcessFound(const ProcessInfo& p) {
   if (live) measure_.ScanProcess(p.pid, proc, MonotonicNs(), WallNs());  // profiled from start
   attribution_.ProcessFound(p.pid, rec.id, MonotonicNowNs());
   if (energy_ != nullptr) energy_->Sample();  // a bracket start now, not at the next tick
+  if (live) cpu_.Watch(p.pid);  // its CPU clock: a first sample now (run_manager_cpu.cpp)
   steps_.Found(p.pid, proc, *tracker, live, options_.proc_root);
   UpdateHooks(p.pid, proc, *tracker);
 }
@@ -200,6 +201,7 @@ void RunManager::OnIterationEnd(const IterationEnd& e) {
   std::optional<double> energy = EnergyOrPark(proc->run_id, *tracker, e, /*whole=*/false, &later);
   tracker->Complete(e.pid, e.iter, e.seq_len, e.batch, static_cast<double>(e.tokens), e.begin_ns,
                     e.end_ns, m.values, energy, m.groups, later);
+  CpuOrPark(proc->run_id, *tracker, e);
   measure_.CheckObserverEffect(proc->run_id, *tracker);
   UpdateHooks(e.pid, *proc, *tracker);
 }
@@ -214,6 +216,7 @@ void RunManager::OnProcessExit(const ProcessExit& x) {
   Proc& proc = it->second;
   const int64_t run_id = proc.run_id;
   measure_.ProcessExited(x.pid, proc);
+  SettleCpuParked(x.pid);  // its clock is gone: what the samples cover, no more
   registry_.all().erase(it);
   const uint64_t now_mono = MonotonicNowNs();
   attribution_.ProcessExited(x.pid, now_mono);
@@ -256,6 +259,7 @@ void RunManager::CloseRun(int64_t run_id, RunState state, const std::string& rea
     energy_->SampleUntil(last_end, EnergySampler::kCloseWaitNs);
     SettleParked(run_id);  // and those still uncovered get none (counted)
   }
+  SettleCpuParked(std::nullopt, run_id);  // the last iterations: what the samples cover
   RunTracker& tracker = *it->second;
   tracker.record().state = state;
   tracker.record().end_reason = reason;

@@ -40,6 +40,7 @@
 #include "agent/measure/counter_windows.h"
 #include "agent/measure/measurement_controller.h"
 #include "agent/measure/profiler_watch.h"
+#include "agent/runs/process_cpu_sampler.h"
 #include "agent/runs/process_registry.h"
 #include "agent/runs/run_persistence.h"
 #include "agent/runs/run_tracker.h"
@@ -95,6 +96,13 @@ class RunManager : public IterationSink {
   // overlapping iterations of another run (energy_attribution.h).
   size_t energy_parked() const { return parked_.size(); }
   EnergySampler* energy_sampler() const { return energy_; }
+  // The process CPU time of every timed iteration (process_cpu_sampler.h), the auxiliary of the
+  // CPU counters' projections: the daemon calls this every ProcessCpuSampler::kIntervalMs
+  // while processes are watched; it reads each live process's CPU clock and gives the parked
+  // iterations their CPU time (run_manager_cpu.cpp).
+  void SampleProcessCpu();
+  size_t cpu_parked() const { return cpu_parked_.size(); }
+  const ProcessCpuSampler& process_cpu() const { return cpu_; }
   const RunManagerOptions& options() const { return options_; }
 
   // Restores the active runs of the store; closes those whose processes are all gone.
@@ -200,6 +208,19 @@ class RunManager : public IterationSink {
     bool whole;
   };
   std::vector<Parked> parked_;
+  // The iteration's CPU time now if the sampler covers its end, else parked until it does.
+  void CpuOrPark(int64_t run_id, RunTracker& tracker, const IterationEnd& e);
+  // Gives the parked iterations covered now their CPU time; with `pid` (it exited), every
+  // parked one of it (those uncovered get none); with `run` (it closes), every one of the run.
+  void SettleCpuParked(std::optional<pid_t> pid = std::nullopt,
+                       std::optional<int64_t> run = std::nullopt);
+  struct CpuParked {
+    int64_t run_id;
+    pid_t pid;
+    uint64_t iter, begin_ns, end_ns;
+  };
+  std::vector<CpuParked> cpu_parked_;
+  ProcessCpuSampler cpu_;
   void CloseRun(int64_t run_id, RunState state, const std::string& reason);
   int64_t NewRunId() { return persistence_.NewRunId(runs_.empty() ? 0 : runs_.rbegin()->first); }
 

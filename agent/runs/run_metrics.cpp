@@ -151,11 +151,13 @@ std::vector<MetricFamily> RunFamilies(RunManager& runs, const RunMetricsOptions&
                       "(probe timestamps), and energy where a source is present (the node's "
                       "energy over the run's iterations, interpolated between counter samples "
                       "taken every runs.energy_sample_interval_ms; shared with the runs whose "
-                      "iterations overlap it in time).");
+                      "iterations overlap it in time), and the process's CPU time where its "
+                      "processes are live (every thread's, its CPU clock read every 10 ms and "
+                      "interpolated).");
   auto error = Gauge("seqpoint_run_self_check_error_ratio",
-                     "(projected - actual) / actual of a cheap metric (time, energy), the actual "
-                     "less what measuring added (seqpoint_run_observer_excess): the live "
-                     "confidence figure.");
+                     "(projected - actual) / actual of a cheap metric (time, energy, process "
+                     "CPU time), the actual less what measuring added "
+                     "(seqpoint_run_observer_excess): the live confidence figure.");
   auto within = Gauge("seqpoint_run_self_check_within_interval",
                       "1 when the cheap metric's actual total lies inside the 95% interval.");
   auto excess = Gauge("seqpoint_run_observer_excess",

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "selector/estimate/projection.h"
+#include "selector/estimate/whole_run_estimator.h"
 
 namespace seqpoint::daemon {
 
@@ -231,6 +232,8 @@ void RunTracker::Complete(pid_t pid, uint64_t iter, uint32_t seq_len, uint32_t b
   if (energy_later && !has_energy) {
     energy_waiting_[{pid, iter}] = {p.ordinal, seq_len, p.decision.measure};
   }
+  last_timed_.reset();
+  if (timed) last_timed_ = {{pid, iter}, {p.ordinal, seq_len, p.decision.measure}};
   record_.updated_unix_ns = now;
   dirty_ = true;
 }
@@ -256,6 +259,39 @@ void RunTracker::SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> en
     }
   }
   record_.updated_unix_ns = now;
+  dirty_ = true;
+}
+
+bool RunTracker::AwaitCpu(pid_t pid, uint64_t iter) {
+  if (!last_timed_ || last_timed_->first != std::make_pair(pid, iter)) return false;
+  // Bounded: an iteration never settled (its process's clock stopped) makes room.
+  if (cpu_waiting_.size() >= kMaxCpuWaiting) {
+    cpu_waiting_.erase(cpu_waiting_.begin());
+    ++cpu_uncovered_;
+  }
+  cpu_waiting_.insert(*last_timed_);
+  last_timed_.reset();
+  return true;
+}
+
+void RunTracker::SettleCpu(pid_t pid, uint64_t iter, std::optional<double> cpu_ns) {
+  auto it = cpu_waiting_.find({pid, iter});
+  if (it == cpu_waiting_.end()) return;
+  const EnergyWait w = it->second;
+  cpu_waiting_.erase(it);
+  if (!cpu_ns || !std::isfinite(*cpu_ns) || *cpu_ns < 0 ||
+      !selector_.OnCpu(w.ordinal, w.seq_len, *cpu_ns)) {
+    ++cpu_uncovered_;
+    return;
+  }
+  ++cpu_iterations_;
+  actual_cpu_ns_ += *cpu_ns;
+  if (w.measured) {
+    if (auto m = measured_.find(w.ordinal); m != measured_.end()) {
+      AddValue(w.ordinal, m->second, {selector::kProcessCpuMetric, *cpu_ns, "ns"});
+    }
+  }
+  record_.updated_unix_ns = WallNs();
   dirty_ = true;
 }
 

@@ -139,6 +139,17 @@ class RunTracker {
   // counted why). Iterations are settled in any order; one not waiting is ignored.
   void SettleEnergy(pid_t pid, uint64_t iter, std::optional<double> energy_uj);
   size_t energy_waiting() const { return energy_waiting_.size(); }
+  // The process's CPU time over an iteration (process_cpu_sampler.h), the auxiliary of the CPU
+  // counters' projections (docs/estimators.md). AwaitCpu, right after the iteration's
+  // Complete, marks it as waiting for one (false: it was not the last one completed, or not
+  // timed); SettleCpu gives it (nullopt: none, counted). Settled in any order.
+  bool AwaitCpu(pid_t pid, uint64_t iter);
+  void SettleCpu(pid_t pid, uint64_t iter, std::optional<double> cpu_ns);
+  size_t cpu_waiting() const { return cpu_waiting_.size(); }
+  static constexpr size_t kMaxCpuWaiting = 65536;
+  uint64_t cpu_iterations() const { return cpu_iterations_; }
+  uint64_t cpu_uncovered() const { return cpu_uncovered_; }
+  double actual_cpu_ns() const { return actual_cpu_ns_; }
   // Values of a measured iteration that come after its Complete: the GPU values of a window a
   // later CUDA/HIP sync closed (agent/measure/measurement_gpu_sync.cpp). False when (pid, iter)
   // is no measured iteration of this run (nothing added).
@@ -279,6 +290,11 @@ class RunTracker {
     bool measured;
   };
   std::map<std::pair<pid_t, uint64_t>, EnergyWait> energy_waiting_;
+  // The last iteration Complete timed (AwaitCpu), and those waiting for their CPU time.
+  std::optional<std::pair<std::pair<pid_t, uint64_t>, EnergyWait>> last_timed_;
+  std::map<std::pair<pid_t, uint64_t>, EnergyWait> cpu_waiting_;
+  uint64_t cpu_iterations_ = 0, cpu_uncovered_ = 0;
+  double actual_cpu_ns_ = 0;
   std::map<uint64_t, MeasuredIteration> measured_;  // by ordinal
   std::map<uint32_t, HistogramBin> histogram_;
   int64_t saved_at_ns_ = -1;

@@ -147,6 +147,9 @@ void RunTracker::Recompute(int64_t now_ns) {
   in.spread_sumsq = spread_sumsq_;
   if (timed_iterations_ > 0) in.actual["time_ns"] = {timed_iterations_, actual_time_ns_};
   if (energy_iterations_ > 0) in.actual["energy_uj"] = {energy_iterations_, actual_energy_uj_};
+  if (cpu_iterations_ > 0) {
+    in.actual[selector::kProcessCpuMetric] = {cpu_iterations_, actual_cpu_ns_};
+  }
   in.measured.reserve(measured_.size());
   for (const auto& [ordinal, mi] : measured_) {
     selector::EstimatorIteration it;
@@ -160,6 +163,7 @@ void RunTracker::Recompute(int64_t now_ns) {
     }
     for (const collectors::Sample& v : mi.values) {
       if (v.name == "time_ns") it.time_ns = v.value;
+      if (v.name == selector::kProcessCpuMetric) it.cpu_ns = v.value;  // the CPU counters' aux
       if (IsBookkeepingMetric(v.name)) continue;
       it.values.push_back({v.name, v.unit, v.value, KindOf(v)});
     }

@@ -5,24 +5,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
+#include "common/clock.h"
 #include "probes/discovery/proc_reader.h"
 #include "probes/discovery/process_watch.h"
 
 namespace seqpoint::probes {
 namespace {
-
-uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
 
@@ -85,7 +79,7 @@ Result<std::unique_ptr<ProcessDiscovery>> ProcessDiscovery::Create(const Discove
 
 Status ProcessDiscovery::Start() {
   SEQPOINT_RETURN_IF_ERROR(skel_->AttachTracepoints());
-  last_rescan_ns_ = last_liveness_ns_ = NowNs();
+  last_rescan_ns_ = last_liveness_ns_ = KernelMonotonicNs();
   if (options_.scan_at_start || options_.only_pid > 0) Rescan();
   return Status::Ok();
 }
@@ -142,7 +136,7 @@ Result<int> ProcessDiscovery::Poll(int timeout_ms) {
   int rest = ring_buffer__consume(ring_.get());
   if (rest < 0) return LibbpfError("consuming the process event ring", rest);
   // Examine each due process once, however many libraries it loaded meanwhile.
-  uint64_t now = NowNs();
+  uint64_t now = KernelMonotonicNs();
   std::vector<int> due;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second <= now) {
@@ -184,7 +178,7 @@ int ProcessDiscovery::epoll_fd() const { return ring_buffer__epoll_fd(ring_.get(
 void ProcessDiscovery::Schedule(int pid) {
   // A process loading hundreds of libraries (Python importing torch) is examined at most once
   // per kReexamineGapNs, and always once after its last load.
-  uint64_t due = NowNs();
+  uint64_t due = KernelMonotonicNs();
   auto last = last_examined_.find(pid);
   if (last != last_examined_.end()) due = std::max(due, last->second + kReexamineGapNs);
   auto [it, fresh] = pending_.emplace(pid, due);
@@ -197,7 +191,8 @@ void ProcessDiscovery::Examine(int pid) {
   auto mapped = ReadExecutableMappings(options_.proc_root, pid);
   if (!mapped.ok()) return;  // gone already, or a kernel thread
   const bool loads_reported = HookLinker(*mapped);
-  const uint64_t examined_at = NowNs();  // an exec after this is a newer image than we attach
+  // An exec after this is a newer image than the one we attach.
+  const uint64_t examined_at = KernelMonotonicNs();
   auto targets = finder_.Find(pid);
   if (!targets.ok() || targets->targets.empty()) return;
   if (!listener_->OnTargets(*targets)) return;
@@ -214,7 +209,7 @@ void ProcessDiscovery::Examine(int pid) {
 }
 
 Status ProcessDiscovery::Watch(int pid, uint64_t start_time) {
-  return WatchSince(pid, start_time, NowNs(), /*loads_reported=*/false);
+  return WatchSince(pid, start_time, KernelMonotonicNs(), /*loads_reported=*/false);
 }
 
 Status ProcessDiscovery::WatchSince(int pid, uint64_t start_time, uint64_t since_ns,
@@ -315,7 +310,7 @@ void ProcessDiscovery::SetZeroCodeProbes(std::vector<ZeroCodeProbe> zero_code) {
 
 void ProcessDiscovery::Rescan(bool every) {
   ++stats_.rescans;
-  last_rescan_ns_ = NowNs();
+  last_rescan_ns_ = KernelMonotonicNs();
   if (options_.only_pid > 0) {
     Examine(options_.only_pid);
     return;
@@ -332,7 +327,7 @@ void ProcessDiscovery::Rescan(bool every) {
 }
 
 void ProcessDiscovery::CheckLiveness() {
-  last_liveness_ns_ = NowNs();
+  last_liveness_ns_ = KernelMonotonicNs();
   std::vector<int> gone;
   for (const auto& [pid, w] : watched_) {
     auto id = ReadProcessIdentity(options_.proc_root, pid);

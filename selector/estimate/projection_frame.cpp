@@ -24,7 +24,7 @@ namespace {
 PopCell& CellOf(Layout& l, uint32_t h, uint32_t b) {
   const uint64_t key = static_cast<uint64_t>(h) << 32 | b;
   auto [it, inserted] = l.index.try_emplace(key, l.cells.size());
-  if (inserted) l.cells.push_back({h, b, 0, 0, 0});
+  if (inserted) l.cells.push_back({h, b, 0, 0, 0, 0, 0, 0});
   return l.cells[it->second];
 }
 
@@ -57,10 +57,22 @@ ProjectionFrame::ProjectionFrame(const TimeStrata& strata, const Selection& bins
       c.n += static_cast<double>(sc.n);
       c.time += sc.time;
       c.cost += sc.cost;
+      c.cpu_n += static_cast<double>(sc.cpu_n);
+      c.cpu += sc.cpu;
+      c.cpu_time += sc.cpu_time;
     }
     full_used[key.first] = true;
     window_used[f.window_of[key.first]] = true;
   }
+  double n = 0, cpu_n = 0, cpu = 0, cpu_time = 0;
+  for (const PopCell& c : f.full.cells) {
+    n += c.n;
+    cpu_n += c.cpu_n;
+    cpu += c.cpu;
+    cpu_time += c.cpu_time;
+  }
+  f.cpu_coverage = n > 0 ? cpu_n / n : 0;
+  f.cpu_per_time = cpu_time > 0 ? cpu / cpu_time : 0;
   f.full.with_iterations =
       static_cast<uint32_t>(std::count(full_used.begin(), full_used.end(), true));
   f.windows.with_iterations =

@@ -27,6 +27,12 @@ class BinIndex {
 struct PopCell {
   uint32_t h = 0, b = 0;
   double n = 0, time = 0, cost = 0;
+  double cpu_n = 0, cpu = 0, cpu_time = 0;  // the iterations with a process CPU time
+  // The cell's process CPU time, its iterations without one at the cell's CPU per unit of
+  // time (or the run's, `fallback`, when none of the cell has one).
+  double CpuAll(double fallback) const {
+    return cpu_time > 0 ? cpu * time / cpu_time : time * fallback;
+  }
 };
 
 // One SL's first occurrence: its own post-stratum.
@@ -49,6 +55,9 @@ struct ProjectionFrame::Impl {
   std::vector<uint32_t> window_of;  // stratum -> window-only stratum
   std::vector<FirstPop> firsts;
   std::unordered_map<uint32_t, uint64_t> first_ordinal;  // SL -> ordinal of its first
+  // Of the observed iterations, the share with a process CPU time, and the run's CPU per unit
+  // of time over them (Auxiliary::kCpu).
+  double cpu_coverage = 0, cpu_per_time = 0;
   explicit Impl(const Selection& sel) : bins(sel) {}
 };
 

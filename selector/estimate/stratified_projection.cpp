@@ -69,18 +69,21 @@ MetricData File(const ProjectionFrame::Impl& f, bool windows,
   m.warmup = &l.warmup;
   m.index = &l.index;
   m.bins = std::max<uint32_t>(1, f.bins.size());
-  m.per_aux = aux == Auxiliary::kTime;
+  m.per_aux = aux != Auxiliary::kCost;
+  auto pop_aux = [&](const PopCell& c) {
+    return aux == Auxiliary::kTime  ? c.time
+           : aux == Auxiliary::kCpu ? c.CpuAll(f.cpu_per_time)
+                                    : c.cost;
+  };
   m.cells.reserve(l.cells.size());
   for (const PopCell& c : l.cells) {
-    m.cells.push_back({c.h,
-                       c.b,
-                       c.n,
-                       std::max(0.0, aux == Auxiliary::kTime ? c.time : c.cost),
-                       std::max(0.0, c.cost),
-                       {}});
+    m.cells.push_back({c.h, c.b, c.n, std::max(0.0, pop_aux(c)), std::max(0.0, c.cost), {}});
   }
   for (const FirstPop& p : f.firsts) {
-    m.firsts.push_back({windows ? p.hc : p.h, p.b, aux == Auxiliary::kTime ? p.time : p.cost});
+    const double a = aux == Auxiliary::kTime  ? p.time
+                     : aux == Auxiliary::kCpu ? p.time * f.cpu_per_time
+                                              : p.cost;
+    m.firsts.push_back({windows ? p.hc : p.h, p.b, a});
   }
   // Jackknife groups: samples in ordinal order, cut into contiguous groups.
   std::vector<size_t> order(samples.size());
@@ -91,7 +94,9 @@ MetricData File(const ProjectionFrame::Impl& f, bool windows,
   m.groups = std::min(kJackknifeGroups, order.size());
   for (size_t r = 0; r < order.size(); ++r) {
     const StrataSample& s = samples[order[r]];
-    const double a = aux == Auxiliary::kTime ? s.time : s.cost;
+    const double a = aux == Auxiliary::kTime  ? s.time
+                     : aux == Auxiliary::kCpu ? (s.cpu >= 0 ? s.cpu : s.time * f.cpu_per_time)
+                                              : s.cost;
     if (!(a > 0) || !std::isfinite(s.value)) continue;
     uint32_t h = f.strata->StratumOf(s.ordinal);
     if (h >= f.window_of.size()) continue;
@@ -488,7 +493,14 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
   // sharing the CPU steals slices from some iterations), the same samples against the cost
   // proxy tell another story: the two estimates' distance is model uncertainty the interval
   // must carry.
-  if (aux == Auxiliary::kTime) {
+  if (aux == Auxiliary::kCpu) {
+    // CPU time is the work itself: no waiting for the cost proxy to disagree about.
+    if (nonnegative) {
+      const double excess = HighestExcess(m);
+      AddUnseenTail(w, excess, &out.whole);
+      AddUnseenTail(st, excess, &out.steady);
+    }
+  } else if (aux == Auxiliary::kTime) {
     const MetricData by_cost = File(f, false, samples, Auxiliary::kCost);
     for (auto [p, alt] : {std::pair{&out.whole, Project(by_cost, whole, -1).p.total},
                           std::pair{&out.steady, Project(by_cost, steady, -1).p.total}}) {
@@ -526,6 +538,8 @@ Result<StratifiedProjection> ProjectStratified(const ProjectionFrame& frame,
   }
   return out;
 }
+
+double ProjectionFrame::cpu_coverage() const { return impl_->cpu_coverage; }
 
 Result<StratifiedProjection> ProjectStratified(const TimeStrata& strata, const Selection& bins,
                                                const std::vector<StrataSample>& samples,

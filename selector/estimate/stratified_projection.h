@@ -3,6 +3,12 @@
 // variable known for every iteration (docs/estimators.md):
 //  - Auxiliary::kTime, for counters: value ~ rate x iteration time. Every iteration's time is
 //    known, so warm-up and drift in time carry into the counter's projection.
+//  - Auxiliary::kCpu, for counters of CPU work (task-clock, instructions, cycles): value ~ rate
+//    x the process's CPU time over the iteration (TimeStrata::AddCpu). Time also holds the
+//    waits of an iteration that stalls for a CPU (a loaded node), and a ratio through time
+//    bills that wait as work; CPU time does not hold it. An iteration without a CPU time is
+//    taken at its cell's CPU per unit of time; the caller picks kCpu only where nearly every
+//    iteration has one (whole_run_estimator.cpp).
 //  - Auxiliary::kCost, for iteration time itself (the self-check of representativeness) and
 //    anything else whose per-iteration value is not otherwise known: value ~ rate x cost proxy
 //    (SL x batch), the SeqPoint method's count(bin) x value(representative) made exact for the
@@ -32,7 +38,7 @@
 
 namespace seqpoint::selector {
 
-enum class Auxiliary { kCost, kTime };
+enum class Auxiliary { kCost, kTime, kCpu };
 
 // An interval on fewer degrees of freedom than this is not called bounded.
 inline constexpr double kMinBoundedDof = 3;
@@ -43,6 +49,7 @@ struct StrataSample {
   double cost = 0;   // cost proxy of the iteration
   double time = 0;   // its time (ns)
   double value = 0;  // the metric's value on it
+  double cpu = -1;   // the process's CPU time over it (< 0: not known)
 };
 
 struct StratifiedProjection {
@@ -77,6 +84,8 @@ class ProjectionFrame {
   ProjectionFrame(ProjectionFrame&&) noexcept;
   struct Impl;
   const Impl& impl() const { return *impl_; }
+  // The share of the observed iterations that have a process CPU time (TimeStrata::AddCpu).
+  double cpu_coverage() const;
 
  private:
   std::unique_ptr<Impl> impl_;

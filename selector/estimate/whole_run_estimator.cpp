@@ -71,7 +71,18 @@ std::optional<WholeRunProjection> Delta(const WholeRunInput& in, const Projectio
                                         const std::string& metric, MetricProjection* independent) {
   const bool cheap = IsCheapMetric(metric);
   bool any_slow = false;
-  for (const EstimatorIteration& it : in.measured) any_slow |= it.slowdown.has_value();
+  uint64_t with_value = 0, with_cpu = 0;
+  for (const EstimatorIteration& it : in.measured) {
+    any_slow |= it.slowdown.has_value();
+    const MeasuredValue* v = ValueOf(it, metric);
+    if (v == nullptr || !std::isfinite(v->value)) continue;
+    ++with_value;
+    with_cpu += it.cpu_ns >= 0;
+  }
+  const bool through_cpu =
+      !cheap && IsCpuWorkMetric(metric) && frame.cpu_coverage() >= kMinCpuCoverage &&
+      static_cast<double>(with_cpu) >= kMinCpuSampleCoverage * static_cast<double>(with_value);
+  const Auxiliary aux = cheap ? Auxiliary::kCost : through_cpu ? Auxiliary::kCpu : Auxiliary::kTime;
   enum Pass { kTotal = 0, kLow = 1, kHigh = 2 };
   const int passes = cheap && any_slow ? 3 : 1;
   StratifiedProjection pass[3];
@@ -92,9 +103,9 @@ std::optional<WholeRunProjection> Delta(const WholeRunInput& in, const Projectio
         out.perturbed = true;
       }
       samples.push_back(
-          {it.ordinal, it.seq_len, CostProxy(it.seq_len, it.batch), it.time_ns, value});
+          {it.ordinal, it.seq_len, CostProxy(it.seq_len, it.batch), it.time_ns, value, it.cpu_ns});
     }
-    auto proj = ProjectStratified(frame, samples, cheap ? Auxiliary::kCost : Auxiliary::kTime);
+    auto proj = ProjectStratified(frame, samples, aux);
     if (!proj.ok()) {
       if (k > 0 || in.strata->observed() > 0) return std::nullopt;
       auto u = Unstratified(in, metric);
@@ -111,6 +122,7 @@ std::optional<WholeRunProjection> Delta(const WholeRunInput& in, const Projectio
   const StratifiedProjection& t = pass[kTotal];
   const StratifiedProjection& lo = pass[passes == 3 ? kLow : kTotal];
   const StratifiedProjection& hi = pass[passes == 3 ? kHigh : kTotal];
+  out.auxiliary = aux == Auxiliary::kCost ? "cost" : aux == Auxiliary::kCpu ? "cpu" : "time";
   out.total = t.whole.total * scale;
   out.low = lo.whole.low * scale;
   out.high = hi.whole.high * scale;
@@ -231,7 +243,24 @@ std::string UnreliableDetail(const WholeRunSelfCheck& c) {
 }  // namespace
 
 bool IsCheapMetric(const std::string& metric) {
-  return metric == "time_ns" || metric == "energy_uj";
+  return metric == "time_ns" || metric == "energy_uj" || metric == kProcessCpuMetric;
+}
+
+bool IsCpuWorkMetric(const std::string& metric) {
+  static const char* const kNotWork[] = {"context-switches", "cs",           "cpu-migrations",
+                                         "migrations",       "page-faults",  "faults",
+                                         "minor-faults",     "major-faults", "alignment-faults",
+                                         "emulation-faults", "running_ratio"};
+  for (const char* prefix : {"perf:", "papi:"}) {
+    if (metric.rfind(prefix, 0) != 0) continue;
+    const std::string event = metric.substr(std::char_traits<char>::length(prefix));
+    if (event.rfind("sde:", 0) == 0) return false;  // the application's own counts
+    for (const char* other : kNotWork) {
+      if (event == other) return false;
+    }
+    return !event.empty();
+  }
+  return false;
 }
 
 GapFactors UnobservedGapFactors(const TimeStrata& strata, uint64_t unobserved, uint64_t spread_n,

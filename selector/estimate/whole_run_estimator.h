@@ -49,6 +49,7 @@ struct EstimatorIteration {
   // collectors it found slowing iterations (never on a control).
   std::optional<Slowdown> slowdown;
   std::vector<MeasuredValue> values;
+  double cpu_ns = -1;  // the process's CPU time over it (< 0: not known; kProcessCpuMetric)
 };
 
 // A metric known on every iteration (time_ns, energy_uj): its actual total over `count`
@@ -74,6 +75,23 @@ struct WholeRunInput {
   bool first_occurrences = false;
 };
 
+// The process's CPU time over an iteration (all its threads; agent/runs/process_cpu_sampler.h):
+// a cheap metric where the agent samples it (known on every iteration, self-checked), and the
+// auxiliary of the CPU counters' projections (EstimatorIteration::cpu_ns).
+inline constexpr const char* kProcessCpuMetric = "process_cpu_ns";
+
+// A counter of CPU work (perf/PAPI task-clock, cpu-clock, cycles, instructions, cache and
+// branch events): projected through the process's CPU time when nearly every iteration has
+// one (kMinCpuCoverage), else through time. Not the events that count waits or the OS's doing
+// (context switches, migrations, page faults), nor PAPI's software-defined events.
+bool IsCpuWorkMetric(const std::string& metric);
+// The share of the observed iterations, and of a metric's measured ones, that must have a
+// process CPU time for the projection to go through it: the few without (a run's last
+// iterations, after its process's last CPU sample) are taken at their cell's CPU per unit of
+// time; a run restored from an image without CPU times has too few, and stays on time.
+inline constexpr double kMinCpuCoverage = 0.99;
+inline constexpr double kMinCpuSampleCoverage = 0.9;
+
 struct BinMean {
   uint32_t bin_lo = 0, bin_hi = 0;
   double mean = 0;            // time-weighted mean of the gauge's measured values in the bin
@@ -97,6 +115,9 @@ struct WholeRunProjection {
   double gap_total = 0, gap_low = 0, gap_high = 0;         // the unobserved iterations' part
   double peak = std::numeric_limits<double>::quiet_NaN();  // gauges: the highest measured
   std::vector<BinMean> bins;                               // gauges: per SL bin
+  // Deltas: what the ratio went through ("cost" for the cheap metrics, "cpu" for CPU work
+  // with process CPU times, else "time"); docs/estimators.md.
+  std::string auxiliary;
   uint32_t strata = 0, borrowed = 0;  // time strata with iterations; of them, without samples
   // Why the agent cannot stand behind this projection's interval (empty: it can): a short
   // code from a bounded set (kUnreliableSelfCheck) and the sentence `show` prints. Such a

@@ -199,9 +199,51 @@ void TimeStrata::Track(const Raw& r) {
       track_cells_[r.seq_len] = c;
     }
   }
-  ++c->n;
-  c->time += r.time;
-  c->cost += r.cost;
+  AddTo(*c, r, 1);
+}
+
+void TimeStrata::AddTo(StrataCell& c, const Raw& r, double sign) {
+  c.n = sign > 0 ? c.n + 1 : c.n - 1;
+  c.time += sign * r.time;
+  c.cost += sign * r.cost;
+  if (r.cpu >= 0) {
+    c.cpu_n = sign > 0 ? c.cpu_n + 1 : c.cpu_n - 1;
+    c.cpu += sign * r.cpu;
+    c.cpu_time += sign * r.time;
+  }
+}
+
+bool TimeStrata::AddCpu(uint64_t ordinal, uint32_t seq_len, double cpu) {
+  if (!std::isfinite(cpu) || cpu < 0) return false;
+  auto mark = [&](Raw& e) {
+    if (e.ordinal != ordinal || e.seq_len != seq_len || e.cpu >= 0) return false;
+    e.cpu = cpu;
+    return true;
+  };
+  if (!settled_) {  // early_ is in ordinal order; Cells() sums it
+    auto it = std::lower_bound(early_.begin(), early_.end(), ordinal,
+                               [](const Raw& e, uint64_t o) { return e.ordinal < o; });
+    return it != early_.end() && mark(*it);
+  }
+  // The ring holds what a back-dated change may still move: its copy must carry the CPU too.
+  // CPU arrives soon after the time, so the newest entries are searched first.
+  Raw filed{ordinal, seq_len, 0, 0};
+  bool in_ring = false;
+  for (size_t k = 1; k <= ring_.size() && !in_ring; ++k) {
+    Raw& e = ring_[(ring_next_ + ring_.size() - k) % ring_.size()];
+    if (mark(e)) {
+      in_ring = true;
+      filed = e;
+    }
+  }
+  if (!in_ring && ordinal > max_ordinal_) return false;
+  auto it = cells_.find(static_cast<uint64_t>(StratumOf(ordinal)) << 32 | seq_len);
+  if (it == cells_.end() || it->second.cpu_n >= it->second.n) return false;
+  ++it->second.cpu_n;
+  it->second.cpu += cpu;
+  // Outside the ring the iteration's own time is gone: the cell's mean time stands for it.
+  it->second.cpu_time += in_ring ? filed.time : it->second.time / static_cast<double>(it->second.n);
+  return true;
 }
 
 void TimeStrata::Detect(const Raw& r) {
@@ -263,12 +305,8 @@ void TimeStrata::RefileFrom(uint64_t from) {
     if (e.ordinal < from) continue;
     StrataCell& old = cells_[static_cast<uint64_t>(to - 1) << 32 | e.seq_len];
     StrataCell& now = cells_[static_cast<uint64_t>(to) << 32 | e.seq_len];
-    --old.n;
-    old.time -= e.time;
-    old.cost -= e.cost;
-    ++now.n;
-    now.time += e.time;
-    now.cost += e.cost;
+    AddTo(old, e, -1);
+    AddTo(now, e, 1);
   }
 }
 
@@ -385,10 +423,7 @@ StrataCells TimeStrata::Cells() const {
   for (const Raw& r : early_) {
     const auto s =
         static_cast<uint32_t>(std::upper_bound(b.begin(), b.end(), r.ordinal) - b.begin() - 1);
-    StrataCell& c = out[{s, r.seq_len}];
-    ++c.n;
-    c.time += r.time;
-    c.cost += r.cost;
+    AddTo(out[{s, r.seq_len}], r, 1);
   }
   return out;
 }

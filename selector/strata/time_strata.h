@@ -77,6 +77,10 @@ struct StrataCell {
   uint64_t n = 0;
   double time = 0;  // summed iteration time
   double cost = 0;  // summed cost proxy
+  // The process CPU time of the iterations that have one (AddCpu): how many, their summed CPU
+  // and their summed iteration time (so a cell's CPU can be scaled to all of its n).
+  uint64_t cpu_n = 0;
+  double cpu = 0, cpu_time = 0;
 };
 // (stratum index, SL) -> sums.
 using StrataCells = std::map<std::pair<uint32_t, uint32_t>, StrataCell>;
@@ -86,6 +90,11 @@ class TimeStrata {
   explicit TimeStrata(TimeStrataOptions o = {}) : o_(o) {}
 
   void Observe(uint64_t ordinal, uint32_t seq_len, double cost, double time);
+  // The process CPU time over an iteration already observed (it comes later than its time:
+  // the process's CPU clock is sampled periodically, agent/runs/process_cpu_sampler.h). Filed
+  // in the cell that holds the iteration's time, and moved with it when a change stratum is
+  // back-dated. False when the iteration is not found (never observed, or a second time).
+  bool AddCpu(uint64_t ordinal, uint32_t seq_len, double cpu);
 
   // Strata as of now, ascending by begin; the first is the warm-up when one was found.
   std::vector<Stratum> Strata() const;
@@ -109,13 +118,16 @@ class TimeStrata {
   // The state as bytes and back (selector_checkpoint.cpp); Load is false on a short image.
   void SaveState(StateWriter& w) const;
   bool LoadState(StateReader& r);
+  bool LoadCpu(StateReader& r);  // LoadState's version-5 part
 
  private:
   struct Raw {
     uint64_t ordinal;
     uint32_t seq_len;
     double cost, time;
+    double cpu = -1;  // the process CPU time over it (< 0: not known yet)
   };
+  static void AddTo(StrataCell& c, const Raw& r, double sign);
   struct Model {
     double a = 0, b = 0, sigma = 0;
     double At(double cost) const { return a + b * cost; }

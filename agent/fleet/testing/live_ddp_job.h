@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/fleet/slow_rank.h"
+#include "agent/fleet/testing/torch_ddp.h"
 #include "agent/testing/seqpointd_process.h"
 #include "probes/testing/child_process.h"
 
@@ -28,17 +31,12 @@ namespace seqpoint::daemon::fleet::testing {
 using daemon::testing::ReadFile;
 using daemon::testing::Seqpointd;
 using daemon::testing::TempDir;
+using fleet::RankCompute;
+using fleet::SlowRankTest;
 using nlohmann::json;
 
 // Whether the job can run here: root (eBPF), the built daemon and CLI, torch.distributed.
-inline bool CanRunLiveDdp() {
-  if (!daemon::testing::CanRunProbes()) return false;
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null") != 0) {
-    MESSAGE("skipped: python3-torch (torch.distributed) is not installed");
-    return false;
-  }
-  return true;
-}
+inline bool CanRunLiveDdp() { return daemon::testing::CanRunProbes() && HasTorchDistributed(); }
 
 struct LiveJobSpec {
   int ranks = 2;
@@ -168,16 +166,12 @@ class LiveDdpJob {
   std::vector<int> pids_;
 };
 
-// The workload's own reading of how much slower `rank` was than `peer` in the `window` steps up
-// to `step`: exp of the mean of log(its compute per token before the collective / the peer's),
-// from the ranks' traces (bench/fleet/ddp_straggler_job.py writes each step as it ends, so it
-// holds for ranks stopped mid-job). A rank named slow that was not slower by its own clock is a
-// false alarm; one that was (a 2-core node shared with other work slows one rank more than the
-// other) is named rightly. 0 when the traces hold no common step in the window.
-inline double OwnSlowdown(const TempDir& dir, int rank, int peer, int64_t step,
-                          int64_t window = 64) {
-  auto per_token = [&](int r) {
-    std::map<int64_t, double> out;
+// The ranks' own reading of each step, from their traces (bench/fleet/ddp_straggler_job.py writes
+// each step as it ends, so this holds for ranks stopped mid-job): per rank, step -> its tokens and
+// its compute before the collective (the hook's arrival minus the step's begin, CLOCK_MONOTONIC).
+inline std::vector<std::map<int64_t, RankCompute>> ReadTraces(const TempDir& dir, int ranks) {
+  std::vector<std::map<int64_t, RankCompute>> out(ranks);
+  for (int r = 0; r < ranks; ++r) {
     std::istringstream in(ReadFile(dir.File("traces") + "/rank" + std::to_string(r) + ".csv"));
     std::string line;
     std::getline(in, line);  // header
@@ -186,21 +180,106 @@ inline double OwnSlowdown(const TempDir& dir, int rank, int peer, int64_t step,
       std::istringstream fields(line);
       for (std::string f; std::getline(fields, f, ',');) v.push_back(std::atof(f.c_str()));
       if (v.size() != 7 || v[2] <= 0 || v[6] <= v[3]) continue;  // a partly written last row
-      out[static_cast<int64_t>(v[0])] = (v[6] - v[3]) / v[2];
+      out[r][static_cast<int64_t>(v[0])] = {r, static_cast<uint64_t>(v[2]),
+                                            static_cast<uint64_t>(v[6] - v[3])};
     }
-    return out;
+  }
+  return out;
+}
+
+// How much slower `rank` was than its peers (the other ranks of `ranks`) by the workload's own
+// clock, in the `window` steps up to `step`: exp of the mean over those steps of log(its compute
+// per token / the median of its peers'), the daemon's own statistic (slow_rank.h) read from the
+// traces. A rank named slow that was not slower by its own clock is a false alarm; one that was
+// (a 2-core node shared with other work slows one rank more than the others) is named rightly.
+// 0 when the traces hold no step in the window with the rank and a peer.
+inline double OwnSlowdown(const TempDir& dir, int rank, int ranks, int64_t step,
+                          int64_t window = 64) {
+  const auto all = ReadTraces(dir, ranks);
+  auto log_per_token = [](const RankCompute& c) {
+    return std::log(static_cast<double>(c.compute_ns) / static_cast<double>(c.tokens));
   };
-  const auto a = per_token(rank), b = per_token(peer);
   double sum = 0;
   int n = 0;
   for (int64_t s = step - window + 1; s <= step; ++s) {
-    auto i = a.find(s), j = b.find(s);
-    if (i == a.end() || j == b.end()) continue;
-    sum += std::log(i->second / j->second);
+    auto i = all[rank].find(s);
+    if (i == all[rank].end()) continue;
+    std::vector<double> peers;
+    for (int r = 0; r < ranks; ++r) {
+      if (r == rank) continue;
+      if (auto j = all[r].find(s); j != all[r].end()) peers.push_back(log_per_token(j->second));
+    }
+    if (peers.empty()) continue;
+    std::sort(peers.begin(), peers.end());
+    const size_t m = peers.size() / 2;
+    const double median = peers.size() % 2 ? peers[m] : (peers[m - 1] + peers[m]) / 2;
+    sum += log_per_token(i->second) - median;
     ++n;
   }
   return n > 0 ? std::exp(sum / n) : 0;
 }
+
+// The slow-rank test (slow_rank.h, default options, as the daemon runs it) replayed on the ranks'
+// own clocks, every step that all ranks' traces hold, in order: the (rank, step) of each alarm it
+// raises. What the daemon should have said had it read the workload's clock: an alarm of the
+// daemon's that this replay also raises (near the same step) came from the ranks' real timings,
+// not from the observer (its join of iterations and collective arrivals, its step numbers).
+inline std::vector<std::pair<int, int64_t>> OwnClockAlarms(const TempDir& dir, int ranks) {
+  const auto all = ReadTraces(dir, ranks);
+  SlowRankTest test;
+  std::vector<std::pair<int, int64_t>> out;
+  for (const auto& [step, first] : all[0]) {
+    std::vector<RankCompute> row{first};
+    for (int r = 1; r < ranks; ++r) {
+      auto it = all[r].find(step);
+      if (it == all[r].end()) break;
+      row.push_back(it->second);
+    }
+    if (row.size() != static_cast<size_t>(ranks)) continue;
+    for (int32_t rank : test.Step(static_cast<uint64_t>(step), row)) out.push_back({rank, step});
+  }
+  return out;
+}
+
+// Whether OwnClockAlarms holds an alarm of `rank` within `slack` steps of `step`.
+inline bool OwnClockAlarmNear(const std::vector<std::pair<int, int64_t>>& own, int rank,
+                              int64_t step, int64_t slack = 16) {
+  for (const auto& [r, s] : own) {
+    if (r == rank && std::llabs(s - step) <= slack) return true;
+  }
+  return false;
+}
+
+// Every alarm the daemon raised while slow_ranks was polled (LiveDdpJob::PollUntil's `each`): a
+// rank's alarm count rising. Per alarm: its step, and the rank's compute ratio and floor as the
+// daemon stated them then. Two alarms of one rank within one poll (250 ms) are one entry.
+struct SeenAlarm {
+  int rank = -1;
+  int64_t step = -1;
+  double daemon_ratio = 0;  // compute_ratio: the rank's compute vs its peers', last 64 steps
+  double floor = 0;         // detectable_slowdown then (0: not known)
+};
+
+class AlarmLog {
+ public:
+  void Read(const json& slow) {
+    for (const json& r : slow["ranks"]) {
+      const int rank = r["rank"];
+      const uint64_t alarms = r["alarms"];
+      if (alarms > count_[rank] && r["alarm_step"].is_number()) {
+        alarms_.push_back(
+            {rank, r["alarm_step"].get<int64_t>(), r["compute_ratio"].get<double>(),
+             r["detectable_slowdown"].is_number() ? r["detectable_slowdown"].get<double>() : 0});
+      }
+      count_[rank] = std::max(count_[rank], alarms);
+    }
+  }
+  const std::vector<SeenAlarm>& alarms() const { return alarms_; }
+
+ private:
+  std::map<int, uint64_t> count_;
+  std::vector<SeenAlarm> alarms_;
+};
 
 // The samples of a /metrics family for one run, keyed by their rank label ("" without one).
 inline std::map<std::string, double> RunSamples(const std::string& text, const std::string& family,
