@@ -51,13 +51,7 @@ TEST_CASE("slow rank false alarm bench: healthy live jobs, alarms by the ranks' 
          "mean_step_ms,detail\n";
   for (int hog : EnvInts("HOGS", "0,1")) {
     for (int job_no = 0; job_no < jobs; ++job_no) {
-      std::optional<seqpoint::probes::testing::ChildProcess> busy;
-      if (hog > 0) {
-        auto h = seqpoint::probes::testing::ChildProcess::Start(
-            {"/bin/sh", "-c", "while :; do :; done"});
-        REQUIRE(h.ok());
-        busy.emplace(std::move(*h));
-      }
+      const auto busy = StartCpuHog(hog > 0);
       TempDir dir;
       Seqpointd d(dir, {}, "seqpointd.log");
       REQUIRE(d.Ready());

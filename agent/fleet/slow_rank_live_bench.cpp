@@ -62,13 +62,7 @@ TEST_CASE("slow rank live bench: steps to name a slowed rank, beside the floor")
   for (double hog : EnvList("HOGS", "0,1")) {
     for (double factor : EnvList("FACTORS", "1.1,1.25,1.5")) {
       for (int rep = 0; rep < reps; ++rep) {
-        std::optional<seqpoint::probes::testing::ChildProcess> busy;
-        if (hog > 0) {
-          auto h = seqpoint::probes::testing::ChildProcess::Start(
-              {"/bin/sh", "-c", "while :; do :; done"});
-          REQUIRE(h.ok());
-          busy.emplace(std::move(*h));
-        }
+        const auto busy = StartCpuHog(hog > 0);
         TempDir dir;
         Seqpointd d(dir, {}, "seqpointd.log");
         REQUIRE(d.Ready());

@@ -38,6 +38,15 @@ using nlohmann::json;
 // Whether the job can run here: root (eBPF), the built daemon and CLI, torch.distributed.
 inline bool CanRunLiveDdp() { return daemon::testing::CanRunProbes() && HasTorchDistributed(); }
 
+// A CPU hog beside the job (a busy shell loop) when `on`, or nothing; it stops when the
+// returned value goes.
+inline std::optional<probes::testing::ChildProcess> StartCpuHog(bool on) {
+  if (!on) return std::nullopt;
+  auto h = probes::testing::ChildProcess::Start({"/bin/sh", "-c", "while :; do :; done"});
+  REQUIRE(h.ok());
+  return std::move(*h);
+}
+
 struct LiveJobSpec {
   int ranks = 2;
   int steps = 400;
